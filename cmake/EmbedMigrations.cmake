@@ -1,0 +1,12 @@
+# Writes OUT: a C++ file holding every migration file (name, SQL text), in the order given.
+set(body "// Generated from tracking_schema/*.sql: do not edit.\n#include \"tracking/migrations.h\"\nnamespace goarchive::tracking {\nconst std::vector<Migration>& migrations() {\n  static const std::vector<Migration> all = {\n")
+foreach(f IN LISTS FILES)
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} text)
+  string(REGEX MATCH "^[0-9]+" ver ${name})
+  math(EXPR ver "${ver}")
+  set(body "${body}    {${ver}, \"${name}\", R\"goarchive_sql(${text})goarchive_sql\"},\n")
+endforeach()
+set(body "${body}  };\n  return all;\n}\n}  // namespace goarchive::tracking\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,5 @@
+add_library(goarchive_warnings INTERFACE)
+target_compile_options(goarchive_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor)
+if(GOARCHIVE_WERROR)
+  target_compile_options(goarchive_warnings INTERFACE -Werror)
+endif()

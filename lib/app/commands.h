@@ -1,0 +1,38 @@
+#pragma once
+// The commands of DESIGN.md §2, one function each; the CLI parses flags and calls these.
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+
+namespace goarchive::app {
+
+enum class Mode { archive, copy_only, purge };
+const char* to_string(Mode mode);
+
+enum class Format { text, json };
+
+struct RunOptions {
+  Mode mode = Mode::archive;
+  std::string job;
+  bool dry_run = false;
+  double max_runtime = 0;  // seconds; 0 = no limit
+  bool progress = true;
+  std::string metrics_file;
+};
+
+// archive / copy-only / purge. Returns the exit code; throws goarchive::Error for refusals and failures.
+int run_job(const config::Config& cfg, const RunOptions& options);
+// dry-run: connects, runs preflight, prints the plan, SQL and counts; writes nothing anywhere.
+int dry_run(const config::Config& cfg, const RunOptions& options, Format format);
+// plan: the tree, copy and delete order and the effective settings, from the config alone.
+int plan(const config::Config& cfg, const std::string& job, Format format);
+// validate: the config, then every preflight check of every job (or one) against the servers.
+int validate(const config::Config& cfg, const std::optional<std::string>& job, int verbosity, Format format);
+int jobs_list(const config::Config& cfg, Format format);
+int jobs_clear(const config::Config& cfg, const std::string& job);
+int locks(const config::Config& cfg, const std::string& job);
+int discover(const config::Config& cfg, const std::string& root_table);
+std::string version_text();
+
+}  // namespace goarchive::app

@@ -1,0 +1,40 @@
+#include "app/logging.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "util/error.h"
+
+namespace goarchive::app {
+
+void setup_logging(const config::LoggingConfig& logging, int verbose, bool quiet) {
+  std::vector<spdlog::sink_ptr> sinks;
+  sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  if (!logging.file.empty()) {
+    try {
+      sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(logging.file));
+    } catch (const spdlog::spdlog_ex& e) {
+      throw ConfigError("cannot open the log file " + logging.file + ": " + e.what());
+    }
+  }
+  auto logger = std::make_shared<spdlog::logger>("goarchive", sinks.begin(), sinks.end());
+  // JSON lines carry a versioned schema: {"schema_version":1,"time":..,"level":..,"msg":..}.
+  if (logging.format == "json") {
+    logger->set_pattern(
+        R"({"schema_version":1,"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"msg":"%v"})",
+        spdlog::pattern_time_type::utc);
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%-5l%$ %v", spdlog::pattern_time_type::utc);
+  }
+  auto level = spdlog::level::from_str(logging.level);
+  if (verbose == 1) level = spdlog::level::info;
+  if (verbose == 2) level = spdlog::level::debug;
+  if (verbose >= 3) level = spdlog::level::trace;
+  if (quiet) level = spdlog::level::warn;
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::trace);
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace goarchive::app

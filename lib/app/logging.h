@@ -1,0 +1,9 @@
+#pragma once
+#include "config/config.h"
+
+namespace goarchive::app {
+
+// Sets the default spdlog logger: text or JSON lines on stderr (and the log file), level from config and -v/-q.
+void setup_logging(const config::LoggingConfig& logging, int verbose, bool quiet);
+
+}  // namespace goarchive::app

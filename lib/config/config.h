@@ -1,0 +1,136 @@
+#pragma once
+// The effective configuration: TOML file + job block + environment + flags, each value with its origin.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace goarchive::config {
+
+// A password that never prints: formatting it shows "<redacted>".
+class Secret {
+public:
+  Secret() = default;
+  explicit Secret(std::string value) : m_value(std::move(value)) {}
+  const std::string& reveal() const { return m_value; }
+  bool empty() const { return m_value.empty(); }
+
+private:
+  std::string m_value;
+};
+
+enum class TlsMode { disabled, preferred, required, verify_ca, verify_identity };
+const char* to_string(TlsMode mode);
+
+struct ServerConfig {
+  std::string role;  // "source", "destination" or "replication.servers[N]"
+  std::string host = "127.0.0.1";
+  int port = 3306;
+  std::string socket;
+  std::string user;
+  Secret password;
+  std::string password_origin;  // "password", "password_env VAR", "password_file PATH" or ""
+  std::string password_error;   // set when password_env names an unset variable; raised only on connect
+  std::string database;
+  std::string defaults_file;
+  TlsMode tls = TlsMode::preferred;
+  std::string tls_ca, tls_cert, tls_key;
+  double connect_timeout = 10;
+  double read_timeout = 600;
+  double write_timeout = 600;
+  std::string display() const;  // "user@host:port" (never the password)
+};
+
+struct DestinationConfig : ServerConfig {
+  std::string job_schema = "goarchive";
+  bool foreign_key_checks = true;
+};
+
+enum class VerifyMethod { sha256, count, none };
+const char* to_string(VerifyMethod method);
+
+struct Processing {
+  long long batch_size = 1000;
+  long long delete_batch_size = 500;
+  double sleep = 0.0;
+  std::string sentinel_file;
+  double progress_interval = 30;
+  double log_retention_days = 7;
+  VerifyMethod verification = VerifyMethod::sha256;
+};
+
+struct ReplicationConfig {
+  bool enabled = false;
+  double max_lag_seconds = 10;
+  double check_interval = 5;
+  double max_hold = 0;  // 0 = hold forever
+  std::vector<ServerConfig> servers;
+};
+
+struct LoggingConfig {
+  std::string level = "info";
+  std::string format = "text";
+  std::string file;
+};
+
+struct Relation {
+  std::string table;
+  std::string parent;                    // empty = root table
+  std::vector<std::string> foreign_key;  // columns in `table`
+  std::vector<std::string> references;   // columns in `parent`; empty = parent's primary key
+};
+
+struct Job {
+  std::string name;
+  std::string root_table;
+  std::string where;
+  std::vector<std::string> primary_key;  // empty = read from the server
+  std::vector<Relation> relations;
+  Processing processing;
+};
+
+// Where an effective value came from, for `validate -v`.
+enum class Origin { default_value, file, job_block, environment, flag };
+const char* to_string(Origin origin);
+
+struct Setting {
+  std::string value;  // already redacted for secrets
+  Origin origin = Origin::default_value;
+};
+
+struct Config {
+  std::string path;
+  ServerConfig source;
+  DestinationConfig destination;
+  Processing processing;  // the [processing]/[verification] defaults
+  ReplicationConfig replication;
+  LoggingConfig logging;
+  std::map<std::string, Job> jobs;
+  // Every effective value by dotted key ("source.host", "jobs.x.batch_size"), with its origin.
+  std::map<std::string, Setting> settings;
+
+  const Job& job(const std::string& name) const;  // throws ConfigError naming the known jobs
+};
+
+// Command-line values that override the file (precedence step 5).
+struct Overrides {
+  std::optional<long long> batch_size;
+  std::optional<long long> delete_batch_size;
+  std::optional<double> sleep;
+  std::optional<std::string> sentinel_file;
+  std::optional<std::string> log_level;
+  std::optional<std::string> log_format;
+  std::optional<std::string> log_file;
+};
+
+// Loads and validates a config file. `env` is the process environment (injectable for tests).
+// Throws ConfigError naming the key, its line and the fix.
+Config load_file(const std::string& path, const std::map<std::string, std::string>& env,
+                 const Overrides& overrides = {});
+Config load_string(const std::string& text, const std::string& path,
+                   const std::map<std::string, std::string>& env, const Overrides& overrides = {});
+
+// The process environment as a map (GOARCHIVE_* and whatever password_env names).
+std::map<std::string, std::string> process_environment();
+
+}  // namespace goarchive::config

@@ -1,0 +1,257 @@
+#include "db/connection.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "util/error.h"
+
+namespace goarchive::db {
+
+namespace {
+
+struct InfileSource {
+  const std::string* data;
+  size_t pos;
+};
+
+int infile_init(void** ptr, const char* /*filename*/, void* userdata) {
+  auto* src = static_cast<InfileSource*>(userdata);
+  src->pos = 0;
+  *ptr = src;
+  return 0;
+}
+
+int infile_read(void* ptr, char* buf, unsigned int len) {
+  auto* src = static_cast<InfileSource*>(ptr);
+  size_t n = std::min<size_t>(len, src->data->size() - src->pos);
+  std::memcpy(buf, src->data->data() + src->pos, n);
+  src->pos += n;
+  return static_cast<int>(n);
+}
+
+void infile_end(void* /*ptr*/) {}
+
+int infile_error(void* /*ptr*/, char* msg, unsigned int len) {
+  std::snprintf(msg, len, "goarchive in-memory infile failed");
+  return CR_UNKNOWN_ERROR;
+}
+
+}  // namespace
+
+Connection::Connection(const config::ServerConfig& server, ConnectOptions options)
+    : m_server(server), m_options(std::move(options)) {
+  if (!server.password_error.empty()) throw ConfigError(server.password_error);
+  m_mysql = mysql_init(nullptr);
+  if (!m_mysql) throw Error("out of memory in mysql_init");
+  auto seconds = [](double s) { return static_cast<unsigned int>(std::max(1.0, std::ceil(s))); };
+  unsigned int connect_timeout = seconds(server.connect_timeout);
+  unsigned int read_timeout = seconds(m_options.read_timeout.value_or(server.read_timeout));
+  unsigned int write_timeout = seconds(server.write_timeout);
+  my_bool off = 0, on = 1;
+  mysql_optionsv(m_mysql, MYSQL_OPT_RECONNECT, &off);  // a reconnect would silently drop named locks
+  mysql_optionsv(m_mysql, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+  mysql_optionsv(m_mysql, MYSQL_OPT_READ_TIMEOUT, &read_timeout);
+  mysql_optionsv(m_mysql, MYSQL_OPT_WRITE_TIMEOUT, &write_timeout);
+  mysql_optionsv(m_mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  mysql_optionsv(m_mysql, MARIADB_OPT_FOUND_ROWS, &on);  // affected rows = rows matched, for guarded UPDATEs
+  if (!server.defaults_file.empty()) {
+    mysql_optionsv(m_mysql, MYSQL_READ_DEFAULT_FILE, server.defaults_file.c_str());
+    mysql_optionsv(m_mysql, MYSQL_READ_DEFAULT_GROUP, "client");
+  }
+  if (m_options.allow_local_infile) {
+    unsigned int enable = 1;
+    mysql_optionsv(m_mysql, MYSQL_OPT_LOCAL_INFILE, &enable);
+  }
+  if (server.socket.empty()) {
+    unsigned int tcp = MYSQL_PROTOCOL_TCP;
+    mysql_optionsv(m_mysql, MYSQL_OPT_PROTOCOL, &tcp);
+  }
+  using config::TlsMode;
+  if (server.tls != TlsMode::disabled) {
+    if (!server.tls_ca.empty()) mysql_optionsv(m_mysql, MYSQL_OPT_SSL_CA, server.tls_ca.c_str());
+    if (!server.tls_cert.empty()) mysql_optionsv(m_mysql, MYSQL_OPT_SSL_CERT, server.tls_cert.c_str());
+    if (!server.tls_key.empty()) mysql_optionsv(m_mysql, MYSQL_OPT_SSL_KEY, server.tls_key.c_str());
+    if (server.tls != TlsMode::preferred) mysql_optionsv(m_mysql, MYSQL_OPT_SSL_ENFORCE, &on);
+    if (server.tls == TlsMode::verify_ca || server.tls == TlsMode::verify_identity) {
+      mysql_optionsv(m_mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
+    }
+  }
+  const char* host = server.socket.empty() ? server.host.c_str() : nullptr;
+  const char* user = server.user.empty() ? nullptr : server.user.c_str();
+  const char* password = server.password.empty() && !server.defaults_file.empty() ? nullptr
+                                                                                  : server.password.reveal().c_str();
+  const char* socket = server.socket.empty() ? nullptr : server.socket.c_str();
+  if (!mysql_real_connect(m_mysql, host, user, password, nullptr, static_cast<unsigned int>(server.port), socket,
+                          CLIENT_FOUND_ROWS)) {
+    unsigned int code = mysql_errno(m_mysql);
+    std::string state = mysql_sqlstate(m_mysql);
+    std::string msg = mysql_error(m_mysql);
+    mysql_close(m_mysql);
+    m_mysql = nullptr;
+    std::string hint;
+    if (code == 1045) hint = "; check the user and password of [" + server.role + "]";
+    else if (code == 2002 || code == 2003 || code == 2013) hint = "; check host, port and that the server is running";
+    else if (code == 2026) hint = "; check the TLS settings (tls, tls_ca) of [" + server.role + "]";
+    else if (code == 1044 || code == 1049) hint = "; check the database name of [" + server.role + "]";
+    throw DbError(code, state, label(), m_options.purpose.empty() ? "connecting" : "connecting (" + m_options.purpose + ")",
+                  "cannot connect to " + server.role + " " + server.display() + ": " + msg + hint);
+  }
+  // Connector/C's SSL_ENFORCE alone can fall back to plaintext (MDEV-28634): check the cipher ourselves.
+  if (server.tls != TlsMode::disabled && server.tls != TlsMode::preferred && !tls_active()) {
+    throw DbError(2026, "HY000", label(), "connecting",
+                  "tls = \"" + std::string(config::to_string(server.tls)) + "\" but " + server.role + " " +
+                      server.display() + " did not negotiate TLS; enable TLS on the server or lower the tls mode");
+  }
+  mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, nullptr);
+  m_info.version_number = mysql_get_server_version(m_mysql);
+  const char* ver = mysql_get_server_info(m_mysql);
+  m_info.version = ver ? ver : "";
+  m_info.mariadb = m_info.version.find("MariaDB") != std::string::npos;
+  m_info.connection_id = mysql_thread_id(m_mysql);
+  // Our own session settings: the same text for every value on both servers (UTC), strict inserts, and 0 kept
+  // as a key value instead of becoming the next AUTO_INCREMENT.
+  execute("SET SESSION time_zone = '+00:00', "
+          "sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO', "
+          "group_concat_max_len = 1048576");
+  if (auto v = scalar("SELECT @@max_allowed_packet")) m_max_allowed_packet = std::stoull(*v);
+  if (auto v = scalar("SELECT CONNECTION_ID()")) m_info.connection_id = std::stoull(*v);
+}
+
+Connection::~Connection() {
+  if (m_mysql) mysql_close(m_mysql);
+}
+
+std::string Connection::label() const {
+  return fmt::format("{} {}", m_server.role, m_server.socket.empty() ? fmt::format("{}:{}", m_server.host, m_server.port)
+                                                                      : m_server.socket);
+}
+
+bool Connection::tls_active() const { return m_mysql && mysql_get_ssl_cipher(m_mysql) != nullptr; }
+
+unsigned int Connection::warning_count() const { return m_mysql ? mysql_warning_count(m_mysql) : 0; }
+
+void Connection::fail(std::string_view what) {
+  unsigned int code = mysql_errno(m_mysql);
+  std::string state = mysql_sqlstate(m_mysql);
+  std::string msg = mysql_error(m_mysql);
+  if (is_connection_lost(code)) m_in_transaction = false;
+  throw DbError(code, state, label(), m_options.purpose, fmt::format("{}: {}", what, msg));
+}
+
+void Connection::run(std::string_view sql) {
+  if (!m_mysql) throw DbError(2006, "HY000", label(), m_options.purpose, "connection is closed");
+  const std::string* text;
+  if (m_tag.empty()) {
+    m_buffer.assign(sql);
+  } else {
+    m_buffer.clear();
+    m_buffer.reserve(m_tag.size() + 1 + sql.size());
+    m_buffer.append(m_tag).append(" ").append(sql);
+  }
+  text = &m_buffer;
+  if (spdlog::should_log(spdlog::level::trace)) {
+    spdlog::trace("[{}] {}", m_options.purpose, text->size() > 2000 ? text->substr(0, 2000) + "..." : *text);
+  }
+  if (mysql_real_query(m_mysql, text->data(), text->size()) != 0) fail("statement failed");
+}
+
+uint64_t Connection::execute(std::string_view sql) {
+  run(sql);
+  MYSQL_RES* res = mysql_store_result(m_mysql);
+  if (res) mysql_free_result(res);
+  else if (mysql_errno(m_mysql)) fail("statement failed");
+  my_ulonglong n = mysql_affected_rows(m_mysql);
+  return n == static_cast<my_ulonglong>(-1) ? 0 : n;
+}
+
+RowSet Connection::query(std::string_view sql) {
+  run(sql);
+  MYSQL_RES* res = mysql_store_result(m_mysql);
+  RowSet out;
+  if (!res) {
+    if (mysql_errno(m_mysql)) fail("query failed");
+    return out;
+  }
+  std::unique_ptr<MYSQL_RES, decltype(&mysql_free_result)> guard(res, mysql_free_result);
+  unsigned int cols = mysql_num_fields(res);
+  MYSQL_FIELD* fields = mysql_fetch_fields(res);
+  std::vector<std::string> names;
+  for (unsigned int i = 0; i < cols; ++i) names.emplace_back(fields[i].name);
+  out.set_columns(std::move(names));
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    unsigned long* lengths = mysql_fetch_lengths(res);
+    for (unsigned int i = 0; i < cols; ++i) out.push(row[i], row[i] ? lengths[i] : 0);
+  }
+  if (mysql_errno(m_mysql)) fail("reading the result failed");
+  return out;
+}
+
+void Connection::stream(std::string_view sql,
+                        const std::function<void(const char* const*, const unsigned long*, size_t)>& on_row) {
+  run(sql);
+  MYSQL_RES* res = mysql_use_result(m_mysql);
+  if (!res) {
+    if (mysql_errno(m_mysql)) fail("query failed");
+    return;
+  }
+  std::unique_ptr<MYSQL_RES, decltype(&mysql_free_result)> guard(res, mysql_free_result);
+  size_t cols = mysql_num_fields(res);
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    on_row(row, mysql_fetch_lengths(res), cols);
+  }
+  if (mysql_errno(m_mysql)) fail("reading the result failed");
+}
+
+std::optional<std::string> Connection::scalar(std::string_view sql) {
+  RowSet r = query(sql);
+  if (r.rows() == 0 || r.cols() == 0 || r.is_null(0, 0)) return std::nullopt;
+  return r.cell(0, 0);
+}
+
+void Connection::begin(bool read_only, bool consistent_snapshot) {
+  if (consistent_snapshot) execute(read_only ? "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+                                             : "START TRANSACTION WITH CONSISTENT SNAPSHOT");
+  else execute(read_only ? "START TRANSACTION READ ONLY" : "START TRANSACTION");
+  m_in_transaction = true;
+}
+
+void Connection::commit() {
+  if (mysql_commit(m_mysql) != 0) {
+    m_in_transaction = false;
+    fail("COMMIT failed");
+  }
+  m_in_transaction = false;
+}
+
+void Connection::rollback() noexcept {
+  if (m_mysql) mysql_rollback(m_mysql);
+  m_in_transaction = false;
+}
+
+uint64_t Connection::load_data_local(std::string_view sql, const std::string& data) {
+  InfileSource src{&data, 0};
+  mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, &src);
+  try {
+    uint64_t n = execute(sql);
+    mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, nullptr);
+    return n;
+  } catch (...) {
+    mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, nullptr);
+    throw;
+  }
+}
+
+std::string Connection::escape(std::string_view value) const {
+  std::string out(value.size() * 2 + 1, '\0');
+  unsigned long n = mysql_real_escape_string(m_mysql, out.data(), value.data(), static_cast<unsigned long>(value.size()));
+  out.resize(n);
+  return out;
+}
+
+}  // namespace goarchive::db

@@ -1,0 +1,134 @@
+#pragma once
+// RAII over Connector/C: the only code in goarchive that includes <mysql.h>.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "db/error.h"
+
+struct st_mysql;
+
+namespace goarchive::db {
+
+// Rows of a result, stored flat: cell(i, j) is row i, column j; NULL is distinct from "".
+class RowSet {
+public:
+  size_t rows() const { return m_cols ? m_cells.size() / m_cols : 0; }
+  size_t cols() const { return m_cols; }
+  bool empty() const { return m_cells.empty(); }
+  bool is_null(size_t row, size_t col) const { return m_null[row * m_cols + col] != 0; }
+  const std::string& cell(size_t row, size_t col) const { return m_cells[row * m_cols + col]; }
+  std::optional<std::string> get(size_t row, size_t col) const {
+    if (is_null(row, col)) return std::nullopt;
+    return cell(row, col);
+  }
+  const std::vector<std::string>& names() const { return m_names; }
+  size_t bytes() const { return m_bytes; }
+
+  // Building (used by Connection and by tests).
+  void set_columns(std::vector<std::string> names) {
+    m_names = std::move(names);
+    m_cols = m_names.size();
+  }
+  void push(const char* data, size_t len) {
+    m_null.push_back(data == nullptr);
+    m_cells.emplace_back(data ? std::string(data, len) : std::string());
+    m_bytes += len;
+  }
+  void push_null() { push(nullptr, 0); }
+  void push(std::string_view v) { push(v.data(), v.size()); }
+
+private:
+  size_t m_cols = 0;
+  size_t m_bytes = 0;
+  std::vector<std::string> m_names;
+  std::vector<std::string> m_cells;
+  std::vector<uint8_t> m_null;
+};
+
+struct ServerInfo {
+  std::string version;      // SELECT VERSION()
+  unsigned long version_number = 0;
+  bool mariadb = true;
+  unsigned long long connection_id = 0;
+};
+
+// Connection purpose, shown in errors and in the processlist through the statement tag.
+struct ConnectOptions {
+  std::string purpose;           // "source data", "destination lock", ...
+  bool allow_local_infile = false;
+  std::optional<double> read_timeout;  // overrides the server config's
+};
+
+class Connection {
+public:
+  // Connects over utf8mb4, without reconnect, with connect/read/write timeouts and the TLS mode enforced.
+  Connection(const config::ServerConfig& server, ConnectOptions options);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Prefix put before every statement, e.g. "/* goarchive job=x run=7 */".
+  void set_tag(std::string tag) { m_tag = std::move(tag); }
+  const std::string& tag() const { return m_tag; }
+
+  uint64_t execute(std::string_view sql);  // returns affected rows
+  RowSet query(std::string_view sql);
+  // Streams a large result row by row without buffering it (mysql_use_result).
+  void stream(std::string_view sql, const std::function<void(const char* const* cells, const unsigned long* lengths,
+                                                             size_t cols)>& on_row);
+  std::optional<std::string> scalar(std::string_view sql);  // first cell of the first row, nullopt for NULL/no row
+
+  void begin(bool read_only = false, bool consistent_snapshot = false);
+  void commit();
+  void rollback() noexcept;
+  bool in_transaction() const { return m_in_transaction; }
+
+  // Feeds `data` to a LOAD DATA LOCAL INFILE statement from memory.
+  uint64_t load_data_local(std::string_view sql, const std::string& data);
+
+  std::string escape(std::string_view value) const;
+  const ServerInfo& info() const { return m_info; }
+  const config::ServerConfig& server() const { return m_server; }
+  std::string label() const;  // "source 127.0.0.1:3306"
+  bool tls_active() const;
+  uint64_t max_allowed_packet() const { return m_max_allowed_packet; }
+  unsigned int warning_count() const;
+
+private:
+  [[noreturn]] void fail(std::string_view what);
+  void run(std::string_view sql);
+
+  st_mysql* m_mysql = nullptr;
+  config::ServerConfig m_server;
+  ConnectOptions m_options;
+  std::string m_tag;
+  std::string m_buffer;
+  ServerInfo m_info;
+  uint64_t m_max_allowed_packet = 16 * 1024 * 1024;
+  bool m_in_transaction = false;
+};
+
+// Rolls back on scope exit unless committed.
+class Transaction {
+public:
+  explicit Transaction(Connection& conn, bool read_only = false, bool consistent_snapshot = false) : m_conn(conn) {
+    m_conn.begin(read_only, consistent_snapshot);
+  }
+  ~Transaction() {
+    if (m_conn.in_transaction()) m_conn.rollback();
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit() { m_conn.commit(); }
+
+private:
+  Connection& m_conn;
+};
+
+}  // namespace goarchive::db

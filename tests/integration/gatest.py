@@ -1,0 +1,150 @@
+"""Shared helpers for the integration tests.
+
+The servers are the ones scripts/servers.sh starts; their addresses come from
+the GA_* variables that `eval "$(scripts/servers.sh env)"` exports. A missing
+variable is an error, never a skip: a suite that silently tests nothing is
+worse than a red one.
+"""
+
+import hashlib
+import os
+
+import pymysql
+import pymysql.cursors
+
+SERVERS = ("source", "replica", "destination")
+_PORT_VARS = {"source": "GA_SOURCE_PORT", "replica": "GA_REPLICA_PORT", "destination": "GA_DEST_PORT"}
+
+
+def env(var):
+    """The value of the GA_* variable VAR; raises when it is unset."""
+    value = os.environ.get(var)
+    if not value:
+        raise RuntimeError(f'{var} is not set: start the servers and run eval "$(scripts/servers.sh env)"')
+    return value
+
+
+def require_env():
+    """Raises unless every variable the helpers need is set."""
+    for var in ("GA_USER", "GA_PASSWORD", *_PORT_VARS.values()):
+        env(var)
+
+
+def quote_ident(name):
+    """NAME as a backquoted SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def connect(name, db=None, autocommit=True, **kwargs):
+    """A new pymysql connection over TCP to server NAME as GA_USER."""
+    if name not in _PORT_VARS:
+        raise ValueError(f"unknown server {name!r}, expected one of {SERVERS}")
+    return pymysql.connect(
+        host=os.environ.get("GA_HOST", "127.0.0.1"),
+        port=int(env(_PORT_VARS[name])),
+        user=env("GA_USER"),
+        password=env("GA_PASSWORD"),
+        database=db,
+        autocommit=autocommit,
+        charset="utf8mb4",
+        connect_timeout=5,
+        **kwargs,
+    )
+
+
+def sql(name, stmt, args=None, db=None):
+    """Runs STMT (with %s ARGS) on server NAME in a fresh session; returns all rows as tuples."""
+    conn = connect(name, db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(stmt, args)
+            return cur.fetchall()
+    finally:
+        conn.close()
+
+
+def wait_replica_caught_up(timeout=30):
+    """Waits until the replica has applied everything the source has binlogged so far."""
+    pos = sql("source", "SELECT @@gtid_binlog_pos")[0][0]
+    if not pos:
+        return
+    # MASTER_GTID_WAIT: 0 = reached, -1 = timed out.
+    if sql("replica", "SELECT MASTER_GTID_WAIT(%s, %s)", (pos, timeout))[0][0] != 0:
+        status = replica_status()
+        raise AssertionError(
+            f"replica did not reach source position {pos} within {timeout}s: "
+            f"gtid_slave_pos={sql('replica', 'SELECT @@gtid_slave_pos')[0][0]!r} "
+            f"IO={status.get('Slave_IO_Running')} SQL={status.get('Slave_SQL_Running')} "
+            f"io_error={status.get('Last_IO_Error')!r} sql_error={status.get('Last_SQL_Error')!r}"
+        )
+
+
+def replica_status():
+    """SHOW SLAVE STATUS on the replica as a dict (empty when replication is not configured)."""
+    conn = connect("replica", cursorclass=pymysql.cursors.DictCursor)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW SLAVE STATUS")
+            return cur.fetchone() or {}
+    finally:
+        conn.close()
+
+
+def parse_gtid_list(value):
+    """'1-1-5,2-2-7' -> [(1, 1, 5), (2, 2, 7)] (domain, server_id, seqno)."""
+    return [tuple(int(part) for part in entry.strip().split("-")) for entry in value.split(",") if entry.strip()]
+
+
+def primary_key(name, db, table):
+    """The primary key columns of DB.TABLE on server NAME, in key order."""
+    rows = sql(
+        name,
+        "SELECT COLUMN_NAME FROM information_schema.STATISTICS"
+        " WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s AND INDEX_NAME='PRIMARY' ORDER BY SEQ_IN_INDEX",
+        (db, table),
+    )
+    return [row[0] for row in rows]
+
+
+def columns(name, db, table):
+    """The columns of DB.TABLE on server NAME, in table order."""
+    rows = sql(
+        name,
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS"
+        " WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION",
+        (db, table),
+    )
+    return [row[0] for row in rows]
+
+
+def _encode(value):
+    # Length-prefixed so that no two different rows serialize alike.
+    if value is None:
+        return b"N;"
+    data = value if isinstance(value, (bytes, bytearray)) else str(value).encode("utf-8")
+    return b"%d:" % len(data) + bytes(data) + b";"
+
+
+def checksum_table(name, db, table):
+    """(row count, sha256 hex) of DB.TABLE on server NAME, rows in primary key order.
+
+    Computed in Python from the fetched values, so equal contents on two
+    servers give equal checksums whatever the servers' own hash functions do.
+    A table without a primary key is ordered by all its columns.
+    """
+    order = primary_key(name, db, table) or columns(name, db, table)
+    if not order:
+        raise ValueError(f"table {db}.{table} does not exist on {name}")
+    order_sql = ", ".join(quote_ident(c) for c in order)
+    digest = hashlib.sha256()
+    count = 0
+    conn = connect(name, cursorclass=pymysql.cursors.SSCursor)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM {quote_ident(db)}.{quote_ident(table)} ORDER BY {order_sql}")
+            for row in cur:
+                digest.update(b"".join(_encode(v) for v in row) + b"\n")
+                count += 1
+    finally:
+        conn.close()
+    return count, digest.hexdigest()

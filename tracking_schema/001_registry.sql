@@ -1,0 +1,90 @@
+-- goarchive tracking registry, version 1. "{schema}" is replaced by the quoted job_schema.
+-- Every invariant is enforced by the database itself (seed 000): see the comment on each key.
+CREATE TABLE IF NOT EXISTS {schema}.`schema_version` (
+  `version`    INT UNSIGNED NOT NULL,
+  `file`       VARCHAR(255) NOT NULL,
+  `label`      VARCHAR(64)  NOT NULL DEFAULT 'goarchive tracking schema',
+  `applied_at` DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (`version`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- One row per job, reused across runs (I5); `version` guards every transition (I6, no ABA).
+CREATE TABLE IF NOT EXISTS {schema}.`jobs` (
+  `id`                 BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  `name`               VARCHAR(64)  NOT NULL,
+  `command`            VARCHAR(16)  NOT NULL DEFAULT '',
+  `status`             VARCHAR(16)  NOT NULL DEFAULT 'idle',
+  `run_id`             BIGINT UNSIGNED NULL,
+  `source_host`        VARCHAR(255) NOT NULL DEFAULT '',
+  `source_port`        INT UNSIGNED NOT NULL DEFAULT 0,
+  `source_database`    VARCHAR(64)  NOT NULL DEFAULT '',
+  `source_flavor`      VARCHAR(16)  NOT NULL DEFAULT '',
+  `source_server_id`   BIGINT UNSIGNED NULL,
+  `source_server_uuid` VARCHAR(64)  NULL,
+  `source_gtid_domain` BIGINT UNSIGNED NULL,
+  `destination_database` VARCHAR(64) NOT NULL DEFAULT '',
+  `root_table`         VARCHAR(64)  NOT NULL DEFAULT '',
+  `heartbeat_at`       DATETIME(6)  NULL,
+  `version`            BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  `created_at`         DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  `updated_at`         DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (`id`),
+  UNIQUE KEY `uk_name` (`name`),
+  KEY `k_status_heartbeat` (`status`, `heartbeat_at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The source tables of each job's tree, for the unfinished-work guard; table_key is the table lock's hash.
+CREATE TABLE IF NOT EXISTS {schema}.`job_tables` (
+  `job_id`        BIGINT UNSIGNED NOT NULL,
+  `table_key`     CHAR(32)     NOT NULL,
+  `database_name` VARCHAR(64)  NOT NULL,
+  `table_name`    VARCHAR(64)  NOT NULL,
+  PRIMARY KEY (`job_id`, `table_key`),
+  KEY `k_table_key` (`table_key`, `job_id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Run history. The generated column + unique key allow at most one running run per job (I1), enforced by the
+-- database even where advisory locks cannot be (a proxy, a multi-primary cluster).
+CREATE TABLE IF NOT EXISTS {schema}.`runs` (
+  `id`           BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  `job_id`       BIGINT UNSIGNED NOT NULL,
+  `command`      VARCHAR(16)  NOT NULL,
+  `status`       VARCHAR(16)  NOT NULL DEFAULT 'running',
+  `active_slot`  TINYINT AS (CASE WHEN `status` = 'running' THEN 1 ELSE NULL END) STORED,
+  `host`         VARCHAR(255) NOT NULL DEFAULT '',
+  `pid`          INT UNSIGNED NOT NULL DEFAULT 0,
+  `source_connection` BIGINT UNSIGNED NULL,
+  `destination_connection` BIGINT UNSIGNED NULL,
+  `started_at`   DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  `heartbeat_at` DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  `ended_at`     DATETIME(6)  NULL,
+  `exit_code`    INT NULL,
+  `reason`       VARCHAR(1024) NULL,
+  `summary`      MEDIUMTEXT NULL,
+  PRIMARY KEY (`id`),
+  UNIQUE KEY `uk_one_running_run` (`job_id`, `active_slot`),
+  KEY `k_job_run` (`job_id`, `id`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The work log: one row per root per batch. A root is unfinished (copied or deleting) in at most one job's log
+-- (I2): the unique key over the generated column refuses a second claim. root_scope hashes the source
+-- server, database and root table; root_key holds the encoded key values.
+CREATE TABLE IF NOT EXISTS {schema}.`log` (
+  `id`            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  `job_id`        BIGINT UNSIGNED NOT NULL,
+  `run_id`        BIGINT UNSIGNED NOT NULL,
+  `batch_no`      INT UNSIGNED NOT NULL,
+  `root_scope`    CHAR(32)     NOT NULL,
+  `root_key_hash` BINARY(16)   NOT NULL,
+  `root_key`      VARBINARY(3072) NOT NULL,
+  `state`         VARCHAR(16)  NOT NULL,
+  `unfinished`    TINYINT AS (CASE WHEN `state` IN ('copied', 'deleting') THEN 1 ELSE NULL END) STORED,
+  `version`       INT UNSIGNED NOT NULL DEFAULT 1,
+  `created_at`    DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  `updated_at`    DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (`id`),
+  UNIQUE KEY `uk_one_unfinished_claim` (`root_scope`, `root_key_hash`, `unfinished`),
+  KEY `k_job_state_batch` (`job_id`, `state`, `batch_no`),
+  KEY `k_job_run_batch` (`job_id`, `run_id`, `batch_no`),
+  KEY `k_prune` (`state`, `updated_at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
