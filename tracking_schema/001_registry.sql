@@ -88,3 +88,7 @@ CREATE TABLE IF NOT EXISTS {schema}.`log` (
   KEY `k_job_run_batch` (`job_id`, `run_id`, `batch_no`),
   KEY `k_prune` (`state`, `updated_at`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+;
+
+-- copy-only reruns skip roots this job already copied; also serves the refresh of changed roots.
+CREATE INDEX IF NOT EXISTS `k_job_root` ON {schema}.`log` (`job_id`, `root_key_hash`)

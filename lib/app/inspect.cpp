@@ -1,0 +1,368 @@
+// Commands that read and never write: dry-run, validate, jobs, locks, discover; and jobs clear.
+#include <iostream>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "app/commands.h"
+#include "app/json.h"
+#include "app/preflight.h"
+#include "app/session.h"
+#include "plan/sql.h"
+#include "tracking/registry.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace goarchive::app {
+
+namespace {
+
+// `SELECT COUNT(*)` of the rows of one table that belong to roots matching `where`, joining up to the root.
+std::string count_sql(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
+                      const std::vector<pipeline::TableMeta>& tables, int node) {
+  const auto& db = cfg.source.database;
+  std::vector<int> path;
+  for (int n = node; n >= 0; n = tree.nodes()[static_cast<size_t>(n)].parent) path.push_back(n);
+  std::string from = fmt::format("{} AS t{}", sql::qualified(db, tree.nodes()[static_cast<size_t>(node)].table), node);
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    int child = path[i], parent = path[i + 1];
+    const auto& cm = tables[static_cast<size_t>(child)];
+    const auto& pm = tables[static_cast<size_t>(parent)];
+    std::string on;
+    for (size_t k = 0; k < cm.fk_idx.size(); ++k) {
+      if (k) on += " AND ";
+      on += fmt::format("t{}.{} = t{}.{}", child, sql::ident(cm.columns[cm.fk_idx[k]]), parent,
+                        sql::ident(pm.columns[cm.parent_ref_idx[k]]));
+    }
+    from += fmt::format(" JOIN {} AS t{} ON {}", sql::qualified(db, pm.node.table), parent, on);
+  }
+  // The condition is written for the root table; qualify it by evaluating it in a derived table of root keys.
+  const auto& root = tables[0];
+  std::string keys;
+  for (size_t k = 0; k < root.key_cols.size(); ++k) {
+    keys += (k ? " AND " : "") + fmt::format("r.{0} = t0.{0}", sql::ident(root.key_cols[k]));
+  }
+  if (node == 0) return fmt::format("SELECT COUNT(*) FROM {} WHERE ({})", sql::qualified(db, job.root_table), job.where);
+  return fmt::format("SELECT COUNT(*) FROM {} WHERE EXISTS (SELECT 1 FROM {} AS r WHERE {} AND ({}))", from,
+                     sql::qualified(db, job.root_table), keys, job.where);
+}
+
+}  // namespace
+
+int dry_run(const config::Config& cfg, const RunOptions& options, Format format) {
+  const config::Job& job = cfg.job(options.job);
+  plan::Tree tree(job);
+  pipeline::Mode mode = to_pipeline(static_cast<int>(options.mode));
+  auto src = connect(cfg.source, "source (dry-run)", sql::tag(job.name, 0));
+  std::unique_ptr<db::Connection> dst;
+  if (mode != pipeline::Mode::purge) dst = connect(cfg.destination, "destination (dry-run)", sql::tag(job.name, 0));
+  // Read-only sessions: nothing can be written, on either server, not even the tracking schema.
+  src->execute("SET SESSION TRANSACTION READ ONLY");
+  if (dst) dst->execute("SET SESSION TRANSACTION READ ONLY");
+  PreflightReport pf = preflight(cfg, job, tree, mode, *src, dst.get());
+  require(pf, job.name);
+  auto tables = pipeline::describe(tree, pf.source_tables, job, cfg.source.database, cfg.destination.database);
+  tracking::Registry registry(cfg.destination.job_schema);
+  pipeline::Engine engine(mode, job, tables, *src, dst ? *dst : *src, registry, 0, 0, "", {});
+  std::vector<std::pair<std::string, unsigned long long>> counts;
+  for (int n : tree.copy_order()) {
+    auto c = src->scalar(count_sql(cfg, job, tree, tables, n));
+    counts.emplace_back(tree.nodes()[static_cast<size_t>(n)].table, std::stoull(c.value_or("0")));
+  }
+  if (format == Format::json) {
+    Json out = Json::object();
+    out.set("schema_version", Json(1));
+    out.set("job", Json(job.name));
+    out.set("mode", Json(to_string(options.mode)));
+    Json t = Json::array();
+    for (const auto& [name, n] : counts) {
+      Json o = Json::object();
+      o.set("table", Json(name));
+      o.set("rows", Json(n));
+      t.push(o);
+    }
+    out.set("tables", t);
+    Json s = Json::array();
+    for (const auto& q : engine.sample_sql()) s.push(Json(q));
+    out.set("sql", s);
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("dry-run of {} job {}: preflight passed; nothing was written\n\n", to_string(options.mode),
+                           job.name);
+  std::cout << "tree:\n" << tree.render() << "\nrows that would move (as of now):\n";
+  for (const auto& [name, n] : counts) std::cout << fmt::format("  {:<28} {:>12}\n", name, n);
+  std::cout << "\nSQL per batch:\n";
+  for (const auto& q : engine.sample_sql()) std::cout << q << ";\n";
+  return 0;
+}
+
+int validate(const config::Config& cfg, const std::optional<std::string>& only, int verbosity, Format format) {
+  std::vector<std::string> names;
+  if (only) names.push_back(cfg.job(*only).name);
+  else for (const auto& [n, j] : cfg.jobs) names.push_back(n);
+  if (verbosity > 0 && format == Format::text) {
+    std::cout << "effective settings (origin):\n";
+    for (const auto& [k, s] : cfg.settings) {
+      std::cout << fmt::format("  {:<40} {:<30} ({})\n", k, s.value.empty() ? "\"\"" : s.value, to_string(s.origin));
+    }
+    for (const auto* srv : {&cfg.source, static_cast<const config::ServerConfig*>(&cfg.destination)}) {
+      std::cout << fmt::format("  {:<40} {:<30} ({})\n", srv->role + ".password",
+                               srv->password.empty() ? "(none)" : "<redacted>",
+                               srv->password_origin.empty() ? "default" : srv->password_origin);
+    }
+  }
+  std::map<std::string, std::vector<std::string>> failures;
+  std::unique_ptr<db::Connection> src, dst;
+  try {
+    src = connect(cfg.source, "source (validate)");
+    src->execute("SET SESSION TRANSACTION READ ONLY");
+  } catch (const Error& e) {
+    failures["(servers)"].push_back(e.what());
+  }
+  try {
+    dst = connect(cfg.destination, "destination (validate)");
+    dst->execute("SET SESSION TRANSACTION READ ONLY");
+  } catch (const Error& e) {
+    failures["(servers)"].push_back(e.what());
+  }
+  for (const auto& name : names) {
+    const config::Job& job = cfg.jobs.at(name);
+    try {
+      plan::Tree tree(job);
+      if (src) {
+        auto pf = preflight(cfg, job, tree, pipeline::Mode::archive, *src, dst.get());
+        for (auto& f : pf.failures) failures[name].push_back(f);
+      }
+    } catch (const Error& e) {
+      failures[name].push_back(e.what());
+    }
+  }
+  size_t total = 0;
+  for (const auto& [k, v] : failures) total += v.size();
+  if (format == Format::json) {
+    Json out = Json::object();
+    out.set("schema_version", Json(1));
+    out.set("ok", Json(total == 0));
+    Json jobs = Json::array();
+    for (const auto& name : names) {
+      Json o = Json::object();
+      o.set("job", Json(name));
+      Json f = Json::array();
+      for (const auto& x : failures[name]) f.push(Json(x));
+      o.set("failures", f);
+      jobs.push(o);
+    }
+    out.set("jobs", jobs);
+    Json srv = Json::array();
+    for (const auto& x : failures["(servers)"]) srv.push(Json(x));
+    out.set("server_failures", srv);
+    std::cout << out.dump() << "\n";
+  } else {
+    for (const auto& name : names) {
+      if (failures[name].empty()) std::cout << fmt::format("job {}: ok (config and every preflight check)\n", name);
+    }
+  }
+  if (total == 0) return 0;
+  std::string msg = fmt::format("validate found {} problem{}:", total, total == 1 ? "" : "s");
+  for (const auto& [k, v] : failures) {
+    for (const auto& f : v) msg += fmt::format("\n  [{}] {}", k, f);
+  }
+  if (format == Format::json) return k_exit_failed;
+  throw PreflightError(msg);
+}
+
+int jobs_list(const config::Config& cfg, Format format) {
+  auto dst = connect(cfg.destination, "destination (jobs)");
+  tracking::Registry registry(cfg.destination.job_schema);
+  if (!registry.ready(*dst)) {
+    if (format == Format::json) {
+      std::cout << R"({"schema_version":1,"jobs":[]})" << "\n";
+    } else {
+      std::cout << fmt::format("no tracking registry in {} on {} yet: no job has run there\n",
+                               cfg.destination.job_schema, dst->label());
+    }
+    return 0;
+  }
+  db::RowSet r = dst->query(fmt::format(
+      "SELECT j.name, j.command, CONCAT(j.source_host, ':', j.source_port, '/', j.source_database), j.status, "
+      "IFNULL(DATE_FORMAT(j.heartbeat_at, '%Y-%m-%d %H:%i:%s'), ''), "
+      "IFNULL(j.status = 'running' AND j.heartbeat_at > NOW(6) - INTERVAL 60 SECOND, 0), "
+      "(SELECT COUNT(*) FROM {0} l WHERE l.job_id = j.id AND l.state IN ('copied', 'deleting')), "
+      "(SELECT GROUP_CONCAT(t.table_name ORDER BY t.table_name SEPARATOR ',') FROM {1} t WHERE t.job_id = j.id), "
+      "IFNULL(r.status, ''), IFNULL(r.exit_code, ''), IFNULL(r.reason, ''), IFNULL(r.summary, ''), IFNULL(r.id, 0) "
+      "FROM {2} j LEFT JOIN {3} r ON r.id = j.run_id ORDER BY j.name",
+      registry.table("log"), registry.table("job_tables"), registry.table("jobs"), registry.table("runs")));
+  if (format == Format::json) {
+    Json out = Json::object();
+    out.set("schema_version", Json(1));
+    Json jobs = Json::array();
+    for (size_t i = 0; i < r.rows(); ++i) {
+      Json o = Json::object();
+      o.set("job", Json(r.cell(i, 0)));
+      o.set("command", Json(r.cell(i, 1)));
+      o.set("source", Json(r.cell(i, 2)));
+      o.set("status", Json(r.cell(i, 3)));
+      o.set("heartbeat_at", Json(r.cell(i, 4)));
+      o.set("live", Json(r.cell(i, 5) == "1"));
+      o.set("unfinished_roots", Json(std::stoull(r.cell(i, 6))));
+      Json tables = Json::array();
+      for (const auto& t : split(r.cell(i, 7), ',')) {
+        if (!t.empty()) tables.push(Json(t));
+      }
+      o.set("tables", tables);
+      Json last = Json::object();
+      last.set("run_id", Json(std::stoull(r.cell(i, 12))));
+      last.set("status", Json(r.cell(i, 8)));
+      last.set("exit_code", r.cell(i, 9).empty() ? Json() : Json(std::stoll(r.cell(i, 9))));
+      last.set("reason", Json(r.cell(i, 10)));
+      last.set("summary", r.cell(i, 11).empty() ? Json() : Json::raw(r.cell(i, 11)));
+      o.set("last_run", last);
+      jobs.push(o);
+    }
+    out.set("jobs", jobs);
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  if (r.rows() == 0) {
+    std::cout << "the tracking registry " << cfg.destination.job_schema << " has no jobs yet\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<24} {:<10} {:<28} {:<9} {:<26} {:>10}  {}\n", "JOB", "COMMAND", "SOURCE", "STATUS",
+                           "HEARTBEAT", "UNFINISHED", "LAST RUN");
+  for (size_t i = 0; i < r.rows(); ++i) {
+    std::string hb = r.cell(i, 4).empty() ? "-" : r.cell(i, 4) + (r.cell(i, 5) == "1" ? " (live)" : "");
+    std::string last = r.cell(i, 8).empty() ? "-" : fmt::format("#{} {} exit {}: {}", r.cell(i, 12), r.cell(i, 8),
+                                                                r.cell(i, 9), r.cell(i, 10).substr(0, 80));
+    std::cout << fmt::format("{:<24} {:<10} {:<28} {:<9} {:<26} {:>10}  {}\n", r.cell(i, 0), r.cell(i, 1), r.cell(i, 2),
+                             r.cell(i, 3), hb, r.cell(i, 6), last);
+    std::cout << fmt::format("  tables: {}\n", r.cell(i, 7));
+  }
+  return 0;
+}
+
+int jobs_clear(const config::Config& cfg, const std::string& name) {
+  const config::Job& job = cfg.job(name);
+  plan::Tree tree(job);
+  auto dst = connect(cfg.destination, "destination (jobs clear)", sql::tag(name, 0));
+  auto src = connect(cfg.source, "source (jobs clear)", sql::tag(name, 0));
+  tracking::Registry registry(cfg.destination.job_schema);
+  if (!registry.ready(*dst)) throw Error("there is no tracking registry in " + cfg.destination.job_schema + " to clear");
+  auto row = registry.find_job(*dst, name);
+  if (!row) throw Error(fmt::format("job \"{}\" is not in the tracking registry {}; nothing to clear", name, cfg.destination.job_schema));
+  if (row->status != "running") {
+    throw Error(fmt::format("job \"{}\" is not marked running (status {}); nothing to clear", name, row->status));
+  }
+  if (row->live) {
+    throw BusyError(fmt::format("job \"{}\" is live (heartbeat within the last 60 seconds); refusing to clear a "
+                                "running job",
+                                name));
+  }
+  std::vector<std::string> held;
+  auto jl = job_locks(cfg, job);
+  locks::LockSession probe_dst(cfg.destination, "destination (jobs clear)");
+  probe_dst.name_locks(jl);
+  if (auto h = locks::holder_of(*dst, jl[0].name)) held.push_back(fmt::format("its job lock (destination connection {})", h));
+  auto tl = table_locks(cfg, tree);
+  locks::LockSession probe_src(cfg.source, "source (jobs clear)");
+  probe_src.name_locks(tl);
+  for (const auto& l : tl) {
+    if (auto h = locks::holder_of(*src, l.name)) held.push_back(fmt::format("{} (source connection {})", l.description, h));
+  }
+  if (!held.empty()) {
+    throw BusyError(fmt::format("job \"{}\" still holds its locks: {}; its process is alive; refusing to clear it",
+                                name, join(held, ", ")));
+  }
+  auto [copied, deleting] = registry.unfinished_counts(*dst, row->id);
+  if (copied + deleting > 0) {
+    throw Error(fmt::format("job \"{}\" has unfinished roots in its log ({} copied, {} deleting); clearing would lose "
+                            "track of them. Rerun the job instead so its recovery finishes its work",
+                            name, copied, deleting));
+  }
+  db::Transaction tx(*dst);
+  uint64_t n = dst->execute(fmt::format("UPDATE {} SET status = 'cleared', version = version + 1, updated_at = NOW(6) "
+                                        "WHERE id = {} AND status = 'running' AND version = {}",
+                                        registry.table("jobs"), row->id, row->version));
+  if (n != 1) throw Error(fmt::format("job \"{}\" changed while it was being cleared; look at it again", name));
+  dst->execute(fmt::format("UPDATE {} SET status = 'cleared', ended_at = NOW(6), reason = 'cleared by jobs clear' "
+                           "WHERE job_id = {} AND status = 'running'",
+                           registry.table("runs"), row->id));
+  tx.commit();
+  std::cout << fmt::format("job \"{}\" cleared: it was marked running with nothing in its log and its process gone\n",
+                           name);
+  return 0;
+}
+
+int locks(const config::Config& cfg, const std::string& name) {
+  const config::Job& job = cfg.job(name);
+  plan::Tree tree(job);
+  auto dst = connect(cfg.destination, "destination (locks)");
+  auto src = connect(cfg.source, "source (locks)");
+  auto show = [](db::Connection& c, std::vector<locks::NamedLock> ls, const char* server) {
+    // Names come from the server that holds them, with its own SHA2/LOWER.
+    std::string q = "SELECT ";
+    for (size_t i = 0; i < ls.size(); ++i) {
+      if (i) q += ", ";
+      q += locks::server_expression(ls[i].kind, sql::quote(ls[i].a), sql::quote(ls[i].b));
+    }
+    db::RowSet r = c.query(q);
+    for (size_t i = 0; i < ls.size(); ++i) {
+      std::string lock_name = r.cell(0, i);
+      auto h = locks::holder_of(c, lock_name);
+      std::cout << fmt::format("{}  {:<11} {:<60} {}\n", lock_name, server, ls[i].description,
+                               h ? fmt::format("held by connection {}", h) : "free");
+    }
+  };
+  std::cout << fmt::format("{:<44}  {:<11} {:<60} {}\n", "LOCK", "SERVER", "STANDS FOR", "HOLDER");
+  show(*dst, {schema_lock(cfg)}, "destination");
+  show(*dst, job_locks(cfg, job), "destination");
+  show(*src, table_locks(cfg, tree), "source");
+  return 0;
+}
+
+int discover(const config::Config& cfg, const std::string& root_table) {
+  auto src = connect(cfg.source, "source (discover)");
+  auto fks = schema::foreign_keys_in(*src, cfg.source.database);
+  // Breadth-first from the root over foreign keys that point at tables already in the tree.
+  std::vector<std::string> tree{root_table};
+  std::set<std::string> in_tree{root_table};
+  std::string out = fmt::format("# relations of the tree under {}.{} (from the source's foreign keys)\n"
+                                "[jobs.archive_{}]\nroot_table = {}\nwhere = \"<condition on {}>\"\n",
+                                cfg.source.database, root_table, root_table, app::json_quote(root_table), root_table);
+  std::vector<std::string> notes;
+  for (size_t i = 0; i < tree.size(); ++i) {
+    for (const auto& fk : fks) {
+      if (fk.ref_table != tree[i] || fk.ref_database != cfg.source.database) continue;
+      if (in_tree.count(fk.table)) {
+        if (fk.table != tree[i]) {
+          notes.push_back(fmt::format("# NOTE: {}.{} also references {} ({}): a second parent inside the tree; "
+                                      "preflight refuses it until one of the keys is dropped or the table is left out",
+                                      fk.table, join(fk.columns, ","), fk.ref_table, fk.name));
+        }
+        continue;
+      }
+      in_tree.insert(fk.table);
+      tree.push_back(fk.table);
+      std::string cols = fk.columns.size() == 1 ? app::json_quote(fk.columns[0]) : [&] {
+        std::string l = "[";
+        for (size_t k = 0; k < fk.columns.size(); ++k) l += (k ? ", " : "") + app::json_quote(fk.columns[k]);
+        return l + "]";
+      }();
+      out += fmt::format("\n[[jobs.archive_{}.relations]]\ntable = {}\n", root_table, app::json_quote(fk.table));
+      if (fk.ref_table != root_table) out += fmt::format("parent = {}\n", app::json_quote(fk.ref_table));
+      out += fmt::format("foreign_key = {}\n", cols);
+    }
+  }
+  for (const auto& fk : fks) {
+    if (in_tree.count(fk.ref_table) && !in_tree.count(fk.table) && fk.ref_database == cfg.source.database) {
+      notes.push_back(fmt::format("# BLOCKS: {}.{} references {} from outside the tree ({})", fk.table,
+                                  join(fk.columns, ","), fk.ref_table, fk.name));
+    }
+  }
+  std::cout << out;
+  for (const auto& n : notes) std::cout << n << "\n";
+  return 0;
+}
+
+}  // namespace goarchive::app

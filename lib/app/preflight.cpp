@@ -1,0 +1,335 @@
+#include "app/preflight.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "plan/sql.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace goarchive::app {
+
+namespace {
+
+bool same_columns(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  std::set<std::string> sa, sb;
+  for (const auto& x : a) sa.insert(ascii_lower(x));
+  for (const auto& x : b) sb.insert(ascii_lower(x));
+  return sa == sb;
+}
+
+class Checker {
+public:
+  Checker(const config::Config& cfg, const config::Job& job, const plan::Tree& tree, pipeline::Mode mode,
+          db::Connection& src, db::Connection* dst)
+      : m_cfg(cfg), m_job(job), m_tree(tree), m_mode(mode), m_src(src), m_dst(dst) {}
+
+  PreflightReport run() {
+    const std::string& sdb = m_cfg.source.database;
+    if (sdb.empty()) {
+      fail("[source] has no database; set database = \"<schema>\" in [source]");
+      return m_report;
+    }
+    if (!schema::database_exists(m_src, sdb)) {
+      fail(fmt::format("the source database {} does not exist on {}; fix [source] database", sdb, m_src.label()));
+      return m_report;
+    }
+    for (const auto& n : m_tree.nodes()) m_report.source_tables.push_back(schema::read_table(m_src, sdb, n.table));
+    bool tables_ok = true;
+    for (const auto& t : m_report.source_tables) tables_ok &= check_source_table(t);
+    if (!tables_ok) return m_report;
+    check_keys_and_relations();
+    check_foreign_keys();
+    check_where();
+    check_source_privileges();
+    check_connections(m_src, 2, "source");
+    if (m_mode != pipeline::Mode::purge && m_dst) check_destination();
+    if (m_dst) {
+      check_connections(*m_dst, 3, "destination");
+      check_registry_privileges();
+    }
+    return std::move(m_report);
+  }
+
+private:
+  void fail(std::string message) { m_report.failures.push_back(std::move(message)); }
+  std::string name(const schema::TableInfo& t) const { return t.database + "." + t.name; }
+  bool deletes() const { return m_mode != pipeline::Mode::copy_only; }
+
+  bool check_source_table(const schema::TableInfo& t) {
+    if (!t.exists) {
+      fail(fmt::format("table {} does not exist on the source; fix the table name in [jobs.{}]", name(t), m_job.name));
+      return false;
+    }
+    bool ok = true;
+    if (t.table_type != "BASE TABLE") {
+      fail(fmt::format("{} is a {}, not a base table: goarchive archives base tables only; name the underlying table",
+                       name(t), ascii_lower(t.table_type)));
+      return false;
+    }
+    if (ascii_lower(t.engine) != "innodb") {
+      fail(fmt::format("table {} uses the {} engine: goarchive needs InnoDB transactions to copy and delete safely; "
+                       "run ALTER TABLE {} ENGINE=InnoDB",
+                       name(t), t.engine, sql::qualified(t.database, t.name)));
+      ok = false;
+    }
+    if (t.primary_key.empty()) {
+      fail(fmt::format("table {} has no primary key: goarchive copies, verifies and deletes rows by exact key; add "
+                       "one with ALTER TABLE {} ADD PRIMARY KEY (...)",
+                       name(t), sql::qualified(t.database, t.name)));
+      ok = false;
+    }
+    for (const auto& c : t.columns) {
+      static const std::set<std::string> spatial = {"geometry", "point", "linestring", "polygon", "multipoint",
+                                                    "multilinestring", "multipolygon", "geometrycollection"};
+      if (spatial.count(c.data_type)) {
+        fail(fmt::format("column {}.{} has the spatial type {}, which goarchive does not copy; leave the table out "
+                         "of the job",
+                         name(t), c.name, c.data_type));
+        ok = false;
+      }
+    }
+    if (deletes() && t.has_trigger("DELETE")) {
+      fail(fmt::format("table {} has a DELETE trigger on the source: archiving would fire it for every row; drop or "
+                       "disable the trigger, or run copy-only",
+                       name(t)));
+      ok = false;
+    }
+    return ok;
+  }
+
+  void check_keys_and_relations() {
+    const auto& root = m_report.source_tables[0];
+    if (!m_job.primary_key.empty()) {
+      bool unique = std::any_of(root.unique_keys.begin(), root.unique_keys.end(),
+                                [&](const auto& k) { return same_columns(k, m_job.primary_key); });
+      if (!unique) {
+        fail(fmt::format("jobs.{}.primary_key = ({}) is not a unique key of {}; omit it to use the table's primary key",
+                         m_job.name, join(m_job.primary_key, ", "), name(root)));
+      }
+    }
+    for (size_t i = 1; i < m_tree.nodes().size(); ++i) {
+      const auto& n = m_tree.nodes()[i];
+      const auto& t = m_report.source_tables[i];
+      const auto& p = m_report.source_tables[static_cast<size_t>(n.parent)];
+      for (const auto& c : n.foreign_key) {
+        const schema::Column* col = t.column(c);
+        if (!col) fail(fmt::format("relation {}: column {} does not exist in {}; fix foreign_key", n.table, c, name(t)));
+        else if (col->generated) fail(fmt::format("relation {}: foreign key column {} is generated", n.table, c));
+      }
+      std::vector<std::string> refs = n.references.empty() ? p.primary_key : n.references;
+      for (const auto& c : refs) {
+        if (!p.column(c)) fail(fmt::format("relation {}: referenced column {} does not exist in {}; fix references", n.table, c, name(p)));
+      }
+      if (refs.size() != n.foreign_key.size()) {
+        fail(fmt::format("relation {}: foreign_key has {} column(s) but {}'s key has {}; list one column per key "
+                         "column (or set references)",
+                         n.table, n.foreign_key.size(), p.name, refs.size()));
+      }
+      if (!n.references.empty()) {
+        bool unique = std::any_of(p.unique_keys.begin(), p.unique_keys.end(),
+                                  [&](const auto& k) { return same_columns(k, n.references); });
+        if (!unique) {
+          fail(fmt::format("relation {}: references ({}) is not a unique key of {}; a child must point at exactly one "
+                           "parent row",
+                           n.table, join(n.references, ", "), name(p)));
+        }
+      }
+    }
+  }
+
+  void check_foreign_keys() {
+    std::map<std::string, size_t> in_tree;
+    for (size_t i = 0; i < m_report.source_tables.size(); ++i) {
+      const auto& t = m_report.source_tables[i];
+      in_tree[ascii_lower(t.database) + "." + ascii_lower(t.name)] = i;
+    }
+    auto key = [](const std::string& db, const std::string& t) { return ascii_lower(db) + "." + ascii_lower(t); };
+    for (size_t i = 0; i < m_report.source_tables.size(); ++i) {
+      const auto& t = m_report.source_tables[i];
+      if (deletes()) {
+        for (const auto& fk : t.referenced_by) {
+          if (in_tree.count(key(fk.database, fk.table))) continue;
+          fail(fmt::format("foreign key {} on {}.{} references {} from outside the archive set: deleting {} rows would "
+                           "orphan or cascade-delete {} rows that were never copied; add {} to the tree as a relation "
+                           "or drop the foreign key",
+                           fk.name, fk.database, fk.table, name(t), t.name, fk.table, fk.table));
+        }
+      }
+      // Every foreign key between two tables of the tree must be an edge of the tree.
+      for (const auto& fk : t.references) {
+        auto it = in_tree.find(key(fk.ref_database, fk.ref_table));
+        if (it == in_tree.end()) continue;  // an upstream parent outside the tree (e.g. customers): fine
+        const auto& n = m_tree.nodes()[i];
+        bool is_edge = n.parent >= 0 && static_cast<size_t>(n.parent) == it->second && same_columns(fk.columns, n.foreign_key);
+        if (!is_edge) {
+          fail(fmt::format("foreign key {} of {} ({}) references {}.{}, but the tree has no such edge ({}); a row with "
+                           "a second parent inside the tree could be deleted before or after the wrong parent. Make "
+                           "{} a relation under {} with foreign_key = ({}), or leave one of the tables out",
+                           fk.name, name(t), join(fk.columns, ", "), fk.ref_database, fk.ref_table,
+                           n.parent < 0 ? std::string(t.name + " is the root")
+                                        : t.name + "'s parent is " + m_tree.nodes()[static_cast<size_t>(n.parent)].table,
+                           t.name, fk.ref_table, join(fk.columns, ", ")));
+        }
+      }
+    }
+  }
+
+  void check_where() {
+    const auto& root = m_report.source_tables[0];
+    try {
+      m_src.query(fmt::format("SELECT 1 FROM {} WHERE ({}) LIMIT 0", sql::qualified(root.database, root.name),
+                              m_job.where));
+    } catch (const db::DbError& e) {
+      fail(fmt::format("jobs.{}.where = \"{}\" is not a valid condition on {}: the server says: {}", m_job.name,
+                       m_job.where, name(root), e.what()));
+    }
+  }
+
+  // Privileges of CURRENT_USER() on a table, from information_schema (global, schema and table level).
+  bool has_privilege(db::Connection& c, const std::string& priv, const std::string& database, const std::string& table) {
+    std::string grantee = "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
+                          "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')";
+    std::string q = fmt::format(
+        "SELECT (SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = {0} AND PRIVILEGE_TYPE = {1})"
+        " + (SELECT COUNT(*) FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = {0} AND PRIVILEGE_TYPE = {1} "
+        "AND {2} LIKE TABLE_SCHEMA)"
+        " + (SELECT COUNT(*) FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = {0} AND PRIVILEGE_TYPE = {1} "
+        "AND TABLE_SCHEMA = {2} AND TABLE_NAME = {3})",
+        grantee, sql::quote(priv), sql::quote(database), sql::quote(table));
+    try {
+      return c.scalar(q).value_or("0") != "0";
+    } catch (const db::DbError&) {
+      return true;  // cannot tell: the statements themselves will say
+    }
+  }
+
+  void require_privileges(db::Connection& c, const std::vector<std::string>& privs, const std::string& database,
+                          const std::string& table, const std::string& where) {
+    std::vector<std::string> missing;
+    for (const auto& p : privs) {
+      if (!has_privilege(c, p, database, table)) missing.push_back(p);
+    }
+    if (!missing.empty()) {
+      std::string user = c.scalar("SELECT CURRENT_USER()").value_or("?");
+      auto at = user.find('@');
+      fail(fmt::format("the {} account lacks {} on {}.{}; run on the {}: GRANT {} ON {} TO '{}'@'{}'", where,
+                       join(missing, ", "), database, table.empty() ? "*" : table, where, join(missing, ", "),
+                       table.empty() ? sql::ident(database) + ".*" : sql::qualified(database, table),
+                       user.substr(0, at), at == std::string::npos ? "%" : user.substr(at + 1)));
+    }
+  }
+
+  void check_source_privileges() {
+    std::vector<std::string> privs = {"SELECT"};
+    if (deletes()) privs.push_back("DELETE");
+    for (const auto& t : m_report.source_tables) require_privileges(m_src, privs, t.database, t.name, "source");
+  }
+
+  void check_registry_privileges() {
+    const std::string& js = m_cfg.destination.job_schema;
+    std::vector<std::string> privs = {"SELECT", "INSERT", "UPDATE", "DELETE"};
+    if (!schema::database_exists(*m_dst, js)) privs.push_back("CREATE");
+    require_privileges(*m_dst, privs, js, "", "destination");
+  }
+
+  void check_connections(db::Connection& c, int needed, const std::string& where) {
+    try {
+      auto max = std::stoll(c.scalar("SELECT @@max_connections").value_or("0"));
+      db::RowSet r = c.query("SHOW GLOBAL STATUS LIKE 'Threads_connected'");
+      long long connected = r.rows() ? std::stoll(r.cell(0, 1)) : 0;
+      long long free_slots = max - connected;
+      if (free_slots < needed - 1) {
+        fail(fmt::format("the {} allows max_connections = {} and {} are in use: a run needs at least {} {} "
+                         "connections ({} more than the one preflight uses); raise max_connections or close idle "
+                         "sessions",
+                         where, max, connected, needed, where, needed - 1));
+      }
+    } catch (const db::DbError& e) {
+      fail(fmt::format("cannot read max_connections on the {}: {}", where, e.what()));
+    }
+  }
+
+  void check_destination() {
+    const std::string& ddb = m_cfg.destination.database;
+    if (ddb.empty()) {
+      fail("[destination] has no database; set database = \"<archive schema>\" in [destination]");
+      return;
+    }
+    if (!schema::database_exists(*m_dst, ddb)) {
+      fail(fmt::format("the destination database {} does not exist on {}; create it with the same table definitions "
+                       "as the source",
+                       ddb, m_dst->label()));
+      return;
+    }
+    for (const auto& s : m_report.source_tables) {
+      schema::TableInfo d = schema::read_table(*m_dst, ddb, s.name);
+      if (!d.exists) {
+        fail(fmt::format("table {}.{} does not exist on the destination; create it with the source's definition "
+                         "(SHOW CREATE TABLE {} on the source)",
+                         ddb, s.name, sql::qualified(s.database, s.name)));
+        continue;
+      }
+      if (d.has_trigger("INSERT")) {
+        fail(fmt::format("table {}.{} has an INSERT trigger on the destination: it would fire for every archived row "
+                         "and could change what is verified; drop it",
+                         ddb, s.name));
+      }
+      std::vector<const schema::Column*> dcols;
+      for (const auto& c : d.columns) {
+        if (!c.generated) dcols.push_back(&c);
+      }
+      for (const auto& c : s.columns) {
+        if (c.generated) continue;
+        const schema::Column* dc = d.column(c.name);
+        if (!dc || dc->generated) {
+          fail(fmt::format("destination table {}.{} has no column {} (source type {}); add it: ALTER TABLE {} ADD "
+                           "COLUMN {} {}",
+                           ddb, s.name, c.name, c.column_type, sql::qualified(ddb, s.name), sql::ident(c.name),
+                           c.column_type));
+        } else if (ascii_lower(dc->column_type) != ascii_lower(c.column_type) || dc->collation != c.collation) {
+          fail(fmt::format("column {}.{} is {}{} on the destination but {}{} on the source; make the destination "
+                           "column the same type",
+                           s.name, c.name, dc->column_type, dc->collation.empty() ? "" : " " + dc->collation,
+                           c.column_type, c.collation.empty() ? "" : " " + c.collation));
+        }
+      }
+      for (const auto* dc : dcols) {
+        if (!s.column(dc->name) && !dc->nullable) {
+          fail(fmt::format("destination table {}.{} has an extra NOT NULL column {} that the source lacks; drop it or "
+                           "make it NULL",
+                           ddb, s.name, dc->name));
+        }
+      }
+      require_privileges(*m_dst, {"SELECT", "INSERT", "DELETE"}, ddb, s.name, "destination");
+    }
+  }
+
+  const config::Config& m_cfg;
+  const config::Job& m_job;
+  const plan::Tree& m_tree;
+  pipeline::Mode m_mode;
+  db::Connection& m_src;
+  db::Connection* m_dst;
+  PreflightReport m_report;
+};
+
+}  // namespace
+
+PreflightReport preflight(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
+                          pipeline::Mode mode, db::Connection& source, db::Connection* destination) {
+  return Checker(cfg, job, tree, mode, source, destination).run();
+}
+
+void require(const PreflightReport& report, const std::string& job) {
+  if (report.ok()) return;
+  std::string msg = fmt::format("preflight refused job \"{}\" before any data moved ({} problem{}):", job,
+                                report.failures.size(), report.failures.size() == 1 ? "" : "s");
+  for (const auto& f : report.failures) msg += "\n  - " + f;
+  throw PreflightError(msg);
+}
+
+}  // namespace goarchive::app

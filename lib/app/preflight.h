@@ -1,0 +1,27 @@
+#pragma once
+// Preflight: named checks that refuse a job before any data moves, each saying what to change.
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "db/connection.h"
+#include "pipeline/engine.h"
+#include "plan/tree.h"
+#include "schema/catalog.h"
+
+namespace goarchive::app {
+
+struct PreflightReport {
+  std::vector<schema::TableInfo> source_tables;  // by tree node index
+  std::vector<std::string> failures;             // one sentence each: what, why, the fix
+  bool ok() const { return failures.empty(); }
+};
+
+// Runs every check; `destination` may be null for purge. Never writes anything.
+PreflightReport preflight(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
+                          pipeline::Mode mode, db::Connection& source, db::Connection* destination);
+
+// Throws PreflightError listing every failure of the report.
+void require(const PreflightReport& report, const std::string& job);
+
+}  // namespace goarchive::app

@@ -1,0 +1,36 @@
+#pragma once
+// "Same source data" (seed 001, DESIGN.md §6) from recorded server identity and GTID state. Pure logic.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace goarchive::guard {
+
+// What a source server says about itself, recorded in the registry with each job.
+struct SourceIdentity {
+  std::string flavor;  // "mariadb" or "mysql"
+  std::string host;    // as configured
+  unsigned port = 0;
+  std::string database;
+  std::optional<unsigned long long> server_id;
+  std::optional<unsigned long long> gtid_domain;  // MariaDB @@gtid_domain_id
+  std::string server_uuid;                        // MySQL @@server_uuid
+  // MariaDB: @@gtid_binlog_state + "," + @@gtid_slave_pos; MySQL: @@gtid_executed (only when gtid_mode = ON).
+  std::string gtid_state;
+  bool gtid_known = false;  // false: binlog/GTID off, or a Group Replication member: the server cannot tell
+};
+
+struct MariaGtid {
+  unsigned long long domain = 0, server_id = 0, seq = 0;
+};
+// Parses "1-1-6,2-2-1" (whitespace and newlines allowed). Invalid entries are skipped.
+std::vector<MariaGtid> parse_mariadb_gtids(const std::string& list);
+// Parses a MySQL GTID set "uuid:1-5:7,uuid2:1-3" into the server UUIDs it contains (lower case).
+std::vector<std::string> parse_mysql_gtid_uuids(const std::string& set);
+
+// True when `other` (another job's recorded source) is the same source data as `self` (this run's source):
+// the same server; or a server whose transactions are in self's GTID state; or, where either server cannot
+// tell, the same database name.
+bool same_source_data(const SourceIdentity& self, const SourceIdentity& other);
+
+}  // namespace goarchive::guard

@@ -1,0 +1,730 @@
+#include "pipeline/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "util/error.h"
+#include "util/fault.h"
+#include "util/strings.h"
+
+namespace goarchive::pipeline {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Bytes per statement: well below max_allowed_packet (a larger one makes the server drop the connection).
+size_t statement_budget(const db::Connection& conn) {
+  return std::clamp<size_t>(conn.max_allowed_packet() / 2, 64 * 1024, 8 * 1024 * 1024);
+}
+
+void append_u32(std::string& out, uint32_t n) {
+  out.push_back(static_cast<char>(n >> 24));
+  out.push_back(static_cast<char>(n >> 16));
+  out.push_back(static_cast<char>(n >> 8));
+  out.push_back(static_cast<char>(n));
+}
+
+std::string encode_values(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx) {
+  std::string out;
+  for (size_t i : idx) {
+    if (rows.is_null(r, i)) {
+      out.append("\xff\xff\xff\xff", 4);
+      continue;
+    }
+    const std::string& v = rows.cell(r, i);
+    append_u32(out, static_cast<uint32_t>(v.size()));
+    out += v;
+  }
+  return out;
+}
+
+bool any_null(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx) {
+  return std::any_of(idx.begin(), idx.end(), [&](size_t i) { return rows.is_null(r, i); });
+}
+
+}  // namespace
+
+std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema::TableInfo>& source_tables,
+                                const config::Job& job, const std::string& source_db, const std::string& dest_db) {
+  std::vector<TableMeta> out;
+  for (size_t i = 0; i < tree.nodes().size(); ++i) {
+    TableMeta m;
+    m.node = tree.nodes()[i];
+    m.source = source_tables[i];
+    m.source_name = sql::qualified(source_db, m.node.table);
+    m.destination_name = sql::qualified(dest_db, m.node.table);
+    for (const auto& c : m.source.columns) {
+      if (c.generated) continue;
+      m.columns.push_back(c.name);
+      m.binary.push_back(c.binary);
+    }
+    auto pos = [&](const std::string& col) -> size_t {
+      for (size_t k = 0; k < m.columns.size(); ++k) {
+        if (ascii_lower(m.columns[k]) == ascii_lower(col)) return k;
+      }
+      throw PreflightError(fmt::format("column {} of table {} is missing or generated", col, m.node.table));
+    };
+    m.key_cols = i == 0 && !job.primary_key.empty() ? job.primary_key : m.source.primary_key;
+    for (const auto& k : m.key_cols) m.key_idx.push_back(pos(k));
+    for (const auto& f : m.node.foreign_key) m.fk_idx.push_back(pos(f));
+    m.select_list = sql::ident_list(m.columns);
+    out.push_back(std::move(m));
+  }
+  // Referenced columns are positions in the parent's column list.
+  for (size_t i = 1; i < out.size(); ++i) {
+    const TableMeta& parent = out[static_cast<size_t>(out[i].node.parent)];
+    std::vector<std::string> refs = out[i].node.references.empty() ? parent.key_cols : out[i].node.references;
+    for (const auto& r : refs) {
+      size_t k = 0;
+      while (k < parent.columns.size() && ascii_lower(parent.columns[k]) != ascii_lower(r)) ++k;
+      if (k == parent.columns.size()) {
+        throw PreflightError(fmt::format("column {} of table {} (referenced by {}) is missing", r, parent.node.table,
+                                         out[i].node.table));
+      }
+      out[i].parent_ref_idx.push_back(k);
+    }
+  }
+  return out;
+}
+
+Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables, db::Connection& source,
+               db::Connection& destination, const tracking::Registry& registry, unsigned long long job_id,
+               unsigned long long run_id, std::string scope, Hooks hooks)
+    : m_mode(mode), m_job(job), m_tables(std::move(tables)), m_src(source), m_dst(destination),
+      m_registry(registry), m_job_id(job_id), m_run_id(run_id), m_scope(std::move(scope)), m_hooks(std::move(hooks)) {
+  plan::Tree tree(job);
+  m_copy_order = tree.copy_order();
+  for (const auto& t : m_tables) m_stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
+}
+
+size_t Engine::chunk_rows() const { return 1000; }
+
+std::string Engine::row_digest(const db::RowSet& rows, size_t r) const {
+  // The row serialisation (documented in goarchive(1)): per column, 0x00 for NULL, else 0x01, the value's
+  // length as 4 bytes big-endian, and the value as the server sends it in text (time_zone +00:00).
+  std::string buf;
+  for (size_t c = 0; c < rows.cols(); ++c) {
+    if (rows.is_null(r, c)) {
+      buf.push_back('\0');
+      continue;
+    }
+    const std::string& v = rows.cell(r, c);
+    buf.push_back('\1');
+    append_u32(buf, static_cast<uint32_t>(v.size()));
+    buf += v;
+  }
+  return sha256(buf);
+}
+
+std::string Engine::encode_row_key(const TableMeta& m, const db::RowSet& rows, size_t r) const {
+  return encode_values(rows, r, m.key_idx);
+}
+
+sql::KeyLiterals Engine::literals(const TableMeta& m, const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
+                                  const std::vector<bool>& binary) const {
+  (void)m;
+  sql::KeyLiterals out;
+  out.reserve(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k) out.push_back(sql::literal(rows.get(r, idx[k]), binary[k]));
+  return out;
+}
+
+std::string Engine::in_clause(const std::vector<std::string>& cols, const std::vector<sql::KeyLiterals>& keys) const {
+  return sql::key_in(cols, keys);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Root selection
+
+std::vector<std::vector<std::string>> Engine::select_roots(const std::vector<std::string>* after, size_t limit) {
+  const TableMeta& root = m_tables[0];
+  std::vector<bool> bin;
+  for (size_t i : root.key_idx) bin.push_back(root.binary[i]);
+  std::string cond = "(" + m_job.where + ")";
+  if (after) {
+    sql::KeyLiterals last;
+    for (size_t k = 0; k < after->size(); ++k) last.push_back(sql::literal((*after)[k], bin[k]));
+    cond += " AND " + sql::keyset_after(root.key_cols, last);
+  }
+  std::string order;
+  for (size_t k = 0; k < root.key_cols.size(); ++k) order += (k ? ", " : "") + sql::ident(root.key_cols[k]);
+  // A plain, non-locking read (seed 000, I3): the application's writes are never blocked by it. FORCE INDEX
+  // keeps the walk on the primary key: an index on the `where` column would otherwise make every batch sort
+  // all remaining cold rows (pt-archiver forces the index for the same reason).
+  std::string q = fmt::format("SELECT {} FROM {} FORCE INDEX (PRIMARY) WHERE {} ORDER BY {} LIMIT {}",
+                              sql::ident_list(root.key_cols), root.source_name, cond, order, limit);
+  if (root.key_cols != root.source.primary_key) {
+    q = fmt::format("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT {}", sql::ident_list(root.key_cols),
+                    root.source_name, cond, order, limit);
+  }
+  db::RowSet r = m_src.query(q);
+  std::vector<std::vector<std::string>> out;
+  out.reserve(r.rows());
+  for (size_t i = 0; i < r.rows(); ++i) {
+    std::vector<std::string> key;
+    for (size_t c = 0; c < r.cols(); ++c) key.push_back(r.cell(i, c));
+    out.push_back(std::move(key));
+  }
+  return out;
+}
+
+// Reads the root rows of the batch by exact key from `table_name` (source or destination).
+void Engine::load_roots(db::Connection& conn, const std::string& table_name, Batch& batch, bool for_update) {
+  const TableMeta& root = m_tables[0];
+  TableBatch& tb = batch.tables[0];
+  tb = TableBatch{};
+  std::vector<bool> bin;
+  for (size_t i : root.key_idx) bin.push_back(root.binary[i]);
+  std::map<std::string, int> root_index;
+  for (size_t i = 0; i < batch.root_keys.size(); ++i) {
+    std::string enc;
+    for (const auto& v : batch.root_keys[i]) {
+      append_u32(enc, static_cast<uint32_t>(v.size()));
+      enc += v;
+    }
+    root_index[enc] = static_cast<int>(i);
+  }
+  for (size_t start = 0; start < batch.root_keys.size(); start += chunk_rows()) {
+    std::vector<sql::KeyLiterals> keys;
+    for (size_t i = start; i < std::min(batch.root_keys.size(), start + chunk_rows()); ++i) {
+      sql::KeyLiterals lit;
+      for (size_t k = 0; k < batch.root_keys[i].size(); ++k) lit.push_back(sql::literal(batch.root_keys[i][k], bin[k]));
+      keys.push_back(std::move(lit));
+    }
+    db::RowSet part = conn.query(fmt::format("SELECT {} FROM {} WHERE {}{}", root.select_list, table_name,
+                                             in_clause(root.key_cols, keys), for_update ? " FOR UPDATE" : ""));
+    if (tb.rows.cols() == 0) tb.rows.set_columns(part.names());
+    for (size_t r = 0; r < part.rows(); ++r) {
+      for (size_t c = 0; c < part.cols(); ++c) {
+        if (part.is_null(r, c)) tb.rows.push_null();
+        else tb.rows.push(part.cell(r, c));
+      }
+    }
+  }
+  if (tb.rows.cols() == 0) tb.rows.set_columns(root.columns);
+  for (size_t r = 0; r < tb.rows.rows(); ++r) {
+    std::string key = encode_row_key(root, tb.rows, r);
+    auto it = root_index.find(key);
+    tb.root_of.push_back(it == root_index.end() ? -1 : it->second);
+    tb.by_key[key] = r;
+    tb.key.push_back(std::move(key));
+  }
+}
+
+// Breadth-first along the tree: each child's rows by chunked IN lists over its parent's referenced values.
+void Engine::discover(db::Connection& conn, bool destination, Batch& batch, bool for_update) {
+  for (int ni : m_copy_order) {
+    if (ni == 0) continue;
+    const TableMeta& m = m_tables[static_cast<size_t>(ni)];
+    const TableMeta& pm = m_tables[static_cast<size_t>(m.node.parent)];
+    const TableBatch& parent = batch.tables[static_cast<size_t>(m.node.parent)];
+    TableBatch& tb = batch.tables[static_cast<size_t>(ni)];
+    tb = TableBatch{};
+    tb.rows.set_columns(m.columns);
+    std::vector<bool> bin;
+    for (size_t k = 0; k < m.fk_idx.size(); ++k) {
+      bin.push_back(m.binary[m.fk_idx[k]] || pm.binary[m.parent_ref_idx[k]]);
+    }
+    // Distinct referenced values of the parent rows, each mapped to its parent row's root.
+    std::map<std::string, int> parent_root;
+    std::vector<sql::KeyLiterals> values;
+    for (size_t r = 0; r < parent.rows.rows(); ++r) {
+      if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
+      std::string v = encode_values(parent.rows, r, m.parent_ref_idx);
+      if (parent_root.emplace(v, parent.root_of[r]).second) {
+        values.push_back(literals(pm, parent.rows, r, m.parent_ref_idx, bin));
+      }
+    }
+    const std::string& name = destination ? m.destination_name : m.source_name;
+    for (size_t start = 0; start < values.size(); start += chunk_rows()) {
+      std::vector<sql::KeyLiterals> chunk(values.begin() + static_cast<long>(start),
+                                          values.begin() + static_cast<long>(std::min(values.size(), start + chunk_rows())));
+      std::string q = fmt::format("SELECT {} FROM {} WHERE {}{}", m.select_list, name,
+                                  in_clause(m.node.foreign_key, chunk), for_update ? " FOR UPDATE" : "");
+      conn.stream(q, [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
+        for (size_t c = 0; c < cols; ++c) tb.rows.push(cells[c], cells[c] ? lengths[c] : 0);
+      });
+    }
+    for (size_t r = 0; r < tb.rows.rows(); ++r) {
+      std::string key = encode_row_key(m, tb.rows, r);
+      std::string fk = encode_values(tb.rows, r, m.fk_idx);
+      auto it = parent_root.find(fk);
+      tb.root_of.push_back(it == parent_root.end() ? -1 : it->second);
+      tb.by_key[key] = r;
+      tb.key.push_back(std::move(key));
+    }
+  }
+}
+
+void Engine::compute_digests(Batch& batch) {
+  for (auto& tb : batch.tables) {
+    tb.digest.clear();
+    tb.digest.reserve(tb.rows.rows());
+    for (size_t r = 0; r < tb.rows.rows(); ++r) tb.digest.push_back(row_digest(tb.rows, r));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Copy
+
+void Engine::claim(Batch& batch) {
+  std::string state = m_mode == Mode::purge ? "deleting" : "copied";
+  if (batch.recovery) return;  // recovered roots are adopted before the batch starts
+  m_registry.insert_claims(m_dst, m_job_id, m_run_id, batch.no, m_scope, batch.roots, state);
+}
+
+// Removes the destination copy of roots that this job copied before (recovered roots, or roots that changed in
+// the source after their copy), so that their current version is copied in the same transaction.
+void Engine::refresh(Batch& batch, const std::vector<int>& roots) {
+  if (roots.empty()) return;
+  Batch old;
+  old.tables.resize(m_tables.size());
+  for (int r : roots) old.root_keys.push_back(batch.root_keys[static_cast<size_t>(r)]);
+  load_roots(m_dst, m_tables[0].destination_name, old, false);
+  discover(m_dst, true, old, false);
+  size_t removed = 0;
+  for (int ni : std::vector<int>(m_copy_order.rbegin(), m_copy_order.rend())) {
+    const TableMeta& m = m_tables[static_cast<size_t>(ni)];
+    const TableBatch& tb = old.tables[static_cast<size_t>(ni)];
+    std::vector<bool> bin;
+    for (size_t i : m.key_idx) bin.push_back(m.binary[i]);
+    for (size_t start = 0; start < tb.rows.rows(); start += chunk_rows()) {
+      std::vector<sql::KeyLiterals> keys;
+      for (size_t r = start; r < std::min(tb.rows.rows(), start + chunk_rows()); ++r) {
+        keys.push_back(literals(m, tb.rows, r, m.key_idx, bin));
+      }
+      removed += m_dst.execute(fmt::format("DELETE FROM {} WHERE {}", m.destination_name, in_clause(m.key_cols, keys)));
+    }
+  }
+  spdlog::info("batch {}: replaced the earlier destination copy of {} root(s) ({} rows) with their current version",
+               batch.no, roots.size(), removed);
+}
+
+void Engine::insert_rows(size_t t, const TableBatch& tb, const std::vector<size_t>& rows) {
+  const TableMeta& m = m_tables[t];
+  if (rows.empty()) return;
+  const std::string head = fmt::format("INSERT INTO {} ({}) VALUES ", m.destination_name, m.select_list);
+  const size_t budget = statement_budget(m_dst);
+  std::string stmt;
+  std::vector<size_t> in_stmt;
+  auto flush = [&]() {
+    if (in_stmt.empty()) return;
+    try {
+      m_dst.execute(stmt);
+      m_stats.tables[t].copied += in_stmt.size();
+    } catch (const db::DbError& e) {
+      // A duplicate key is an answer (seed 000, I4): the row is already archived; check it is the same row.
+      if (!e.duplicate_key()) throw;
+      insert_fallback(t, tb, in_stmt);
+    }
+    stmt.clear();
+    in_stmt.clear();
+  };
+  for (size_t r : rows) {
+    if (stmt.empty()) stmt = head;
+    else stmt += ',';
+    stmt += '(';
+    for (size_t c = 0; c < m.columns.size(); ++c) {
+      if (c) stmt += ',';
+      stmt += sql::literal(tb.rows.get(r, c), m.binary[c]);
+    }
+    stmt += ')';
+    in_stmt.push_back(r);
+    if (stmt.size() >= budget) flush();
+  }
+  flush();
+}
+
+void Engine::insert_fallback(size_t t, const TableBatch& tb, const std::vector<size_t>& rows) {
+  const TableMeta& m = m_tables[t];
+  std::vector<bool> bin;
+  for (size_t i : m.key_idx) bin.push_back(m.binary[i]);
+  std::vector<sql::KeyLiterals> keys;
+  for (size_t r : rows) keys.push_back(literals(m, tb.rows, r, m.key_idx, bin));
+  db::RowSet existing =
+      m_dst.query(fmt::format("SELECT {} FROM {} WHERE {}", m.select_list, m.destination_name, in_clause(m.key_cols, keys)));
+  std::map<std::string, size_t> there;
+  for (size_t r = 0; r < existing.rows(); ++r) there[encode_row_key(m, existing, r)] = r;
+  std::vector<size_t> missing;
+  for (size_t r : rows) {
+    auto it = there.find(tb.key[r]);
+    if (it == there.end()) {
+      missing.push_back(r);
+      continue;
+    }
+    if (row_digest(existing, it->second) != row_digest(tb.rows, r)) {
+      std::vector<std::string> key;
+      for (size_t i : m.key_idx) key.push_back(tb.rows.cell(r, i));
+      throw Error(fmt::format(
+          "table {}: the row with key ({}) = ({}) is already in the destination with different content; goarchive "
+          "never overwrites an archived row. Compare the two rows, then remove the stale copy from the destination "
+          "or exclude the row with `where`; nothing of this batch was committed",
+          m.node.table, join(m.key_cols, ", "), join(key, ", ")));
+    }
+    ++m_stats.tables[t].skipped_existing;
+  }
+  if (missing.size() == rows.size()) {
+    throw Error(fmt::format("table {}: INSERT reported a duplicate key but none of its rows is in the destination; "
+                            "a unique key other than the primary key conflicts. Check the destination's unique keys",
+                            m.node.table));
+  }
+  if (!missing.empty()) insert_rows(t, tb, missing);
+}
+
+void Engine::copy(Batch& batch) {
+  auto t0 = Clock::now();
+  {
+    db::Transaction tx(m_dst);
+    // Guarded write first (seed 000 §3.3): the claims in the log, then the rows.
+    claim(batch);
+    std::vector<int> to_refresh;
+    std::vector<std::string> hashes;
+    for (const auto& rk : batch.roots) hashes.push_back(rk.hash);
+    auto changed = m_registry.keys_in_state(m_dst, m_job_id, hashes, "changed");
+    std::set<std::string> changed_set(changed.begin(), changed.end());
+    std::set<int> present;
+    for (int r : batch.tables[0].root_of) present.insert(r);
+    for (size_t i = 0; i < batch.roots.size(); ++i) {
+      bool exists_in_source = present.count(static_cast<int>(i)) > 0;
+      if (exists_in_source && (batch.recovery || changed_set.count(batch.roots[i].hash))) {
+        to_refresh.push_back(static_cast<int>(i));
+      }
+    }
+    refresh(batch, to_refresh);
+    if (!changed.empty()) {
+      m_dst.execute(fmt::format("UPDATE {} SET state = 'refreshed', version = version + 1, updated_at = NOW(6) "
+                                "WHERE job_id = {} AND state = 'changed' AND root_key_hash IN ({})",
+                                m_registry.table("log"), m_job_id, [&] {
+                                  std::string l;
+                                  for (size_t i = 0; i < changed.size(); ++i) l += (i ? "," : "") + sql::hex_literal(changed[i]);
+                                  return l;
+                                }()));
+    }
+    for (int ni : m_copy_order) {
+      const TableBatch& tb = batch.tables[static_cast<size_t>(ni)];
+      std::vector<size_t> rows(tb.rows.rows());
+      for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
+      insert_rows(static_cast<size_t>(ni), tb, rows);
+    }
+    fault::point("before_copy_commit");
+    m_hooks.before_commit();
+    tx.commit();
+  }
+  fault::point("after_copy_commit");
+  m_stats.t_copy += since(t0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Verify
+
+void Engine::verify(Batch& batch) {
+  if (m_job.processing.verification == config::VerifyMethod::none) return;
+  auto t0 = Clock::now();
+  bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
+  for (int ni : m_copy_order) {
+    const TableMeta& m = m_tables[static_cast<size_t>(ni)];
+    const TableBatch& tb = batch.tables[static_cast<size_t>(ni)];
+    std::vector<bool> bin;
+    for (size_t i : m.key_idx) bin.push_back(m.binary[i]);
+    size_t found = 0;
+    for (size_t start = 0; start < tb.rows.rows(); start += chunk_rows()) {
+      std::vector<sql::KeyLiterals> keys;
+      size_t end = std::min(tb.rows.rows(), start + chunk_rows());
+      for (size_t r = start; r < end; ++r) keys.push_back(literals(m, tb.rows, r, m.key_idx, bin));
+      std::string where = in_clause(m.key_cols, keys);
+      if (!sha) {
+        found += std::stoull(m_dst.scalar(fmt::format("SELECT COUNT(*) FROM {} WHERE {}", m.destination_name, where))
+                                 .value_or("0"));
+        continue;
+      }
+      m_dst.stream(fmt::format("SELECT {} FROM {} WHERE {}", m.select_list, m.destination_name, where),
+                   [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
+                     db::RowSet one;
+                     one.set_columns(m.columns);
+                     for (size_t c = 0; c < cols; ++c) one.push(cells[c], cells[c] ? lengths[c] : 0);
+                     std::string key = encode_row_key(m, one, 0);
+                     auto it = tb.by_key.find(key);
+                     if (it == tb.by_key.end()) return;
+                     if (row_digest(one, 0) != tb.digest[it->second]) {
+                       std::vector<std::string> kv;
+                       for (size_t i : m.key_idx) kv.push_back(one.cell(0, i));
+                       throw Error(fmt::format("verification (sha256) failed for table {}: the destination row ({}) = "
+                                               "({}) differs from the source; nothing was deleted. Inspect both rows; "
+                                               "the rerun resumes this batch",
+                                               m.node.table, join(m.key_cols, ", "), join(kv, ", ")));
+                     }
+                     ++found;
+                   });
+    }
+    if (found != tb.rows.rows()) {
+      throw Error(fmt::format("verification ({}) failed for table {}: {} rows copied but {} found in the destination; "
+                              "nothing was deleted. The rerun resumes this batch",
+                              config::to_string(m_job.processing.verification), m.node.table, tb.rows.rows(), found));
+    }
+    m_stats.tables[static_cast<size_t>(ni)].verified += found;
+  }
+  m_stats.t_verify += since(t0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Delete
+
+void Engine::remove(Batch& batch) {
+  auto t0 = Clock::now();
+  bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
+  bool compare = m_mode == Mode::archive;
+  // Lock exactly the rows to delete, parent-first, at READ COMMITTED (record locks only, no gap locks), and
+  // re-read them: a row changed or added since the copy marks its root dirty, and a dirty root is not deleted.
+  Batch locked;
+  locked.no = batch.no;
+  locked.root_keys = batch.root_keys;
+  locked.tables.resize(m_tables.size());
+  std::vector<bool> dirty(batch.roots.size(), false);
+  std::vector<std::string> reasons;
+  db::Transaction tx(m_src);
+  load_roots(m_src, m_tables[0].source_name, locked, true);
+  discover(m_src, false, locked, true);
+  if (compare) {
+    for (size_t t = 0; t < m_tables.size(); ++t) {
+      const TableBatch& now = locked.tables[t];
+      const TableBatch& copied = batch.tables[t];
+      for (size_t r = 0; r < now.rows.rows(); ++r) {
+        int root = now.root_of[r];
+        if (root < 0) continue;
+        auto it = copied.by_key.find(now.key[r]);
+        bool changed = it == copied.by_key.end();
+        if (!changed && sha) changed = row_digest(now.rows, r) != copied.digest[it->second];
+        if (changed && !dirty[static_cast<size_t>(root)]) {
+          dirty[static_cast<size_t>(root)] = true;
+          if (reasons.size() < 5) {
+            reasons.push_back(fmt::format("{} row {} {}", m_tables[t].node.table, to_hex(now.key[r]).substr(0, 24),
+                                          it == copied.by_key.end() ? "was added" : "changed"));
+          }
+        }
+      }
+    }
+  }
+  for (int ni : std::vector<int>(m_copy_order.rbegin(), m_copy_order.rend())) {
+    const TableMeta& m = m_tables[static_cast<size_t>(ni)];
+    const TableBatch& tb = locked.tables[static_cast<size_t>(ni)];
+    std::vector<bool> bin;
+    for (size_t i : m.key_idx) bin.push_back(m.binary[i]);
+    std::vector<sql::KeyLiterals> keys;
+    auto flush = [&]() {
+      if (keys.empty()) return;
+      // By exact key only: no range locks, so the application's inserts are never blocked.
+      m_stats.tables[static_cast<size_t>(ni)].deleted +=
+          m_src.execute(fmt::format("DELETE FROM {} WHERE {}", m.source_name, in_clause(m.key_cols, keys)));
+      keys.clear();
+    };
+    for (size_t r = 0; r < tb.rows.rows(); ++r) {
+      int root = tb.root_of[r];
+      if (root < 0 || dirty[static_cast<size_t>(root)]) continue;
+      keys.push_back(literals(m, tb.rows, r, m.key_idx, bin));
+      if (keys.size() >= static_cast<size_t>(m_job.processing.delete_batch_size)) flush();
+    }
+    flush();
+  }
+  fault::point("before_delete_commit");
+  m_hooks.before_commit();
+  tx.commit();
+  fault::point("after_delete_commit");
+  m_stats.t_delete += since(t0);
+
+  std::vector<std::string> dirty_hashes;
+  for (size_t i = 0; i < dirty.size(); ++i) {
+    if (dirty[i]) dirty_hashes.push_back(batch.roots[i].hash);
+  }
+  db::Transaction mark(m_dst);
+  if (!dirty_hashes.empty()) {
+    m_registry.transition_keys(m_dst, m_job_id, m_run_id, batch.no, dirty_hashes, "deleting", "changed");
+    m_stats.roots_changed += dirty_hashes.size();
+    spdlog::warn("batch {}: {} root(s) changed in the source after they were copied and were left in the source "
+                 "(e.g. {}); the next run archives their current version",
+                 batch.no, dirty_hashes.size(), join(reasons, "; "));
+  }
+  m_registry.transition(m_dst, m_job_id, m_run_id, batch.no, {"deleting"}, "done",
+                        batch.roots.size() - dirty_hashes.size());
+  m_hooks.before_commit();
+  mark.commit();
+  m_stats.roots_done += batch.roots.size() - dirty_hashes.size();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The batch
+
+void Engine::process(Batch& batch) {
+  batch.tables.resize(m_tables.size());
+  spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
+  auto t0 = Clock::now();
+  {
+    // One consistent snapshot for the whole tree: every table is read as of the same instant, without locks.
+    m_src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    db::Transaction snapshot(m_src, true, true);
+    load_roots(m_src, m_tables[0].source_name, batch, false);
+    discover(m_src, false, batch, false);
+    snapshot.commit();
+  }
+  m_stats.t_select += since(t0);
+  bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
+  if (sha) compute_digests(batch);
+  m_hooks.progress(m_stats, "copying");
+  if (m_mode == Mode::purge) {
+    if (!batch.recovery) {
+      db::Transaction tx(m_dst);
+      claim(batch);
+      m_hooks.before_commit();
+      tx.commit();
+    }
+  } else {
+    copy(batch);
+    spdlog::info("batch {} verification start: method {}", batch.no, config::to_string(m_job.processing.verification));
+    m_hooks.progress(m_stats, "verifying");
+    verify(batch);
+    fault::point("after_verify");
+  }
+  if (m_mode == Mode::copy_only) {
+    db::Transaction tx(m_dst);
+    m_registry.transition(m_dst, m_job_id, m_run_id, batch.no, {"copied", "deleting"}, "done", batch.roots.size());
+    m_hooks.before_commit();
+    tx.commit();
+    m_stats.roots_done += batch.roots.size();
+  } else {
+    if (m_mode == Mode::archive) {
+      db::Transaction tx(m_dst);
+      m_registry.transition(m_dst, m_job_id, m_run_id, batch.no, {"copied", "deleting"}, "deleting",
+                            batch.roots.size());
+      m_hooks.before_commit();
+      tx.commit();
+      fault::point("after_mark_deleting");
+    }
+    m_hooks.gate("delete");
+    spdlog::info("batch {} delete phase start", batch.no);
+    m_hooks.progress(m_stats, "deleting");
+    remove(batch);
+  }
+  ++m_stats.batches;
+  m_stats.roots += batch.roots.size();
+  m_hooks.progress(m_stats, "batch done");
+  fault::point("after_batch");
+}
+
+bool Engine::recover() {
+  auto counts = m_registry.unfinished_counts(m_dst, m_job_id);
+  if (counts.first + counts.second == 0) return true;
+  spdlog::info("recovery start: {} root(s) copied, {} root(s) deleting", counts.first, counts.second);
+  unsigned long long after = 0;
+  while (true) {
+    if (!m_hooks.boundary("recovery")) return false;
+    auto rows = m_registry.unfinished(m_dst, m_job_id, after, static_cast<size_t>(m_job.processing.batch_size));
+    if (rows.empty()) break;
+    Batch batch;
+    batch.no = ++m_batch_no;
+    batch.recovery = true;
+    std::vector<unsigned long long> ids;
+    for (const auto& row : rows) {
+      ids.push_back(row.id);
+      batch.root_keys.push_back(tracking::decode_key(row.root_key));
+      batch.roots.push_back(tracking::encode_key(batch.root_keys.back()));
+      after = row.id;
+    }
+    {
+      db::Transaction tx(m_dst);
+      m_registry.adopt(m_dst, m_job_id, m_run_id, batch.no, ids);
+      m_hooks.before_commit();
+      tx.commit();
+    }
+    process(batch);
+    m_stats.recovered += rows.size();
+  }
+  spdlog::info("recovery done: {} root(s) finished", m_stats.recovered);
+  return true;
+}
+
+bool Engine::batch_loop() {
+  std::optional<std::vector<std::string>> last;
+  while (true) {
+    if (!m_hooks.boundary("batch")) return false;
+    if (m_mode != Mode::copy_only) m_hooks.gate("batch");
+    auto t0 = Clock::now();
+    auto keys = select_roots(last ? &*last : nullptr, static_cast<size_t>(m_job.processing.batch_size));
+    m_stats.t_select += since(t0);
+    if (keys.empty()) return true;
+    std::vector<std::string> next = keys.back();
+    Batch batch;
+    batch.no = ++m_batch_no;
+    for (auto& k : keys) {
+      batch.roots.push_back(tracking::encode_key(k));
+      batch.root_keys.push_back(std::move(k));
+    }
+    if (m_mode == Mode::copy_only) {
+      // Roots this job copied before are not copied again.
+      std::vector<std::string> hashes;
+      for (const auto& r : batch.roots) hashes.push_back(r.hash);
+      auto done = m_registry.keys_in_state(m_dst, m_job_id, hashes, "done");
+      if (!done.empty()) {
+        std::set<std::string> skip(done.begin(), done.end());
+        Batch kept;
+        kept.no = batch.no;
+        for (size_t i = 0; i < batch.roots.size(); ++i) {
+          if (skip.count(batch.roots[i].hash)) continue;
+          kept.roots.push_back(batch.roots[i]);
+          kept.root_keys.push_back(batch.root_keys[i]);
+        }
+        batch = std::move(kept);
+      }
+    }
+    if (!batch.roots.empty()) process(batch);
+    last = std::move(next);
+  }
+}
+
+bool Engine::run() {
+  if (!recover()) return false;
+  return batch_loop();
+}
+
+std::vector<std::string> Engine::sample_sql() const {
+  std::vector<std::string> out;
+  const TableMeta& root = m_tables[0];
+  std::string order;
+  for (size_t k = 0; k < root.key_cols.size(); ++k) order += (k ? ", " : "") + sql::ident(root.key_cols[k]);
+  out.push_back(fmt::format("-- select roots (plain read, keyset on the primary key)\nSELECT {} FROM {} FORCE INDEX "
+                            "(PRIMARY) WHERE ({}) AND <key> > <last key> ORDER BY {} LIMIT {}",
+                            sql::ident_list(root.key_cols), root.source_name, m_job.where, order,
+                            m_job.processing.batch_size));
+  for (int ni : m_copy_order) {
+    const TableMeta& m = m_tables[static_cast<size_t>(ni)];
+    if (ni == 0) {
+      out.push_back(fmt::format("-- read roots\nSELECT {} FROM {} WHERE {} IN (<batch keys>)", m.select_list,
+                                m.source_name, sql::ident_list(m.key_cols)));
+    } else {
+      out.push_back(fmt::format("-- discover {}\nSELECT {} FROM {} WHERE {} IN (<parent {} values>)", m.node.table,
+                                m.select_list, m.source_name, sql::ident_list(m.node.foreign_key),
+                                m_tables[static_cast<size_t>(m.node.parent)].node.table));
+    }
+    if (m_mode != Mode::purge) {
+      out.push_back(fmt::format("-- copy {}\nINSERT INTO {} ({}) VALUES (...), (...)", m.node.table, m.destination_name,
+                                m.select_list));
+    }
+  }
+  if (m_mode != Mode::copy_only) {
+    for (int ni : std::vector<int>(m_copy_order.rbegin(), m_copy_order.rend())) {
+      const TableMeta& m = m_tables[static_cast<size_t>(ni)];
+      out.push_back(fmt::format("-- delete {} (child-first, by exact key, {} rows per statement)\nDELETE FROM {} WHERE "
+                                "{} IN (<keys>)",
+                                m.node.table, m_job.processing.delete_batch_size, m.source_name,
+                                sql::ident_list(m.key_cols)));
+    }
+  }
+  return out;
+}
+
+}  // namespace goarchive::pipeline

@@ -1,0 +1,144 @@
+#include "report/summary.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "app/json.h"
+#include "util/strings.h"
+
+namespace goarchive::report {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
+  std::string out = fmt::format("goarchive {} job={} run={}: {} in {} (exit {})\n", info.mode, info.job, info.run_id,
+                                info.reason, format_duration(info.seconds), info.exit_code);
+  out += fmt::format("  {:<28} {:>12} {:>12} {:>12}\n", "table", "copied", "verified", "deleted");
+  unsigned long long total = 0;
+  for (const auto& t : s.tables) {
+    out += fmt::format("  {:<28} {:>12} {:>12} {:>12}\n", t.table, t.copied, t.verified, t.deleted);
+    total += std::max(t.copied, t.deleted);
+  }
+  double rate = info.seconds > 0 ? static_cast<double>(total) / info.seconds : 0;
+  out += fmt::format("  batches {}, roots {} (done {}, changed and left in source {}, recovered {}), retries {}\n",
+                     s.batches, s.roots, s.roots_done, s.roots_changed, s.recovered, s.retries);
+  out += fmt::format("  time: select {}, copy {}, verify {}, delete {}, held {}; {:.0f} rows/s\n",
+                     format_duration(s.t_select), format_duration(s.t_copy), format_duration(s.t_verify),
+                     format_duration(s.t_delete), format_duration(s.t_held), rate);
+  return out;
+}
+
+std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
+  using app::Json;
+  Json j = Json::object();
+  j.set("schema_version", Json(1));
+  j.set("job", Json(info.job));
+  j.set("mode", Json(info.mode));
+  j.set("run_id", Json(info.run_id));
+  j.set("reason", Json(info.reason));
+  j.set("exit_code", Json(info.exit_code));
+  j.set("seconds", Json(info.seconds));
+  Json tables = Json::array();
+  for (const auto& t : s.tables) {
+    Json o = Json::object();
+    o.set("table", Json(t.table));
+    o.set("copied", Json(t.copied));
+    o.set("verified", Json(t.verified));
+    o.set("deleted", Json(t.deleted));
+    o.set("already_in_destination", Json(t.skipped_existing));
+    tables.push(o);
+  }
+  j.set("tables", tables);
+  j.set("batches", Json(s.batches));
+  j.set("roots", Json(s.roots));
+  j.set("roots_done", Json(s.roots_done));
+  j.set("roots_changed", Json(s.roots_changed));
+  j.set("recovered", Json(s.recovered));
+  j.set("retries", Json(s.retries));
+  Json t = Json::object();
+  t.set("select", Json(s.t_select));
+  t.set("copy", Json(s.t_copy));
+  t.set("verify", Json(s.t_verify));
+  t.set("delete", Json(s.t_delete));
+  t.set("held", Json(s.t_held));
+  j.set("phase_seconds", t);
+  return j.dump();
+}
+
+std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double finished_unix_time, bool success) {
+  std::string job = app::json_quote(info.job);
+  std::string out;
+  out += "# HELP goarchive_rows_copied_total Rows copied to the destination by the last run.\n"
+         "# TYPE goarchive_rows_copied_total gauge\n";
+  for (const auto& t : s.tables) {
+    out += fmt::format("goarchive_rows_copied_total{{job={},table={}}} {}\n", job, app::json_quote(t.table), t.copied);
+  }
+  out += "# HELP goarchive_rows_deleted_total Rows deleted from the source by the last run.\n"
+         "# TYPE goarchive_rows_deleted_total gauge\n";
+  for (const auto& t : s.tables) {
+    out += fmt::format("goarchive_rows_deleted_total{{job={},table={}}} {}\n", job, app::json_quote(t.table), t.deleted);
+  }
+  out += fmt::format("# HELP goarchive_run_duration_seconds Duration of the last run.\n"
+                     "# TYPE goarchive_run_duration_seconds gauge\ngoarchive_run_duration_seconds{{job={}}} {:.3f}\n",
+                     job, info.seconds);
+  out += fmt::format("# HELP goarchive_run_exit_code Exit code of the last run.\n"
+                     "# TYPE goarchive_run_exit_code gauge\ngoarchive_run_exit_code{{job={}}} {}\n",
+                     job, info.exit_code);
+  out += fmt::format("# HELP goarchive_run_end_timestamp_seconds When the last run ended.\n"
+                     "# TYPE goarchive_run_end_timestamp_seconds gauge\n"
+                     "goarchive_run_end_timestamp_seconds{{job={}}} {:.0f}\n",
+                     job, finished_unix_time);
+  if (success) {
+    out += fmt::format("# HELP goarchive_last_success_timestamp_seconds When a run last succeeded.\n"
+                       "# TYPE goarchive_last_success_timestamp_seconds gauge\n"
+                       "goarchive_last_success_timestamp_seconds{{job={}}} {:.0f}\n",
+                       job, finished_unix_time);
+  }
+  return out;
+}
+
+Progress::Progress(bool enabled, bool terminal, double interval, unsigned long long estimated_roots)
+    : m_enabled(enabled), m_terminal(terminal), m_interval(interval), m_estimate(estimated_roots),
+      m_started(now_seconds()) {}
+
+void Progress::update(const pipeline::Stats& s, const std::string& state) {
+  if (!m_enabled) return;
+  double now = now_seconds();
+  double elapsed = now - m_started;
+  unsigned long long rows = 0;
+  for (const auto& t : s.tables) rows += std::max(t.copied + t.skipped_existing, t.deleted);
+  double rate = elapsed > 0 ? static_cast<double>(rows) / elapsed : 0;
+  std::string eta = "?";
+  if (m_estimate > 0 && s.roots > 0 && s.roots < m_estimate) {
+    eta = format_duration(elapsed * static_cast<double>(m_estimate - s.roots) / static_cast<double>(s.roots));
+  }
+  std::string pct = m_estimate ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(std::min(s.roots, m_estimate)) /
+                                                            static_cast<double>(m_estimate))
+                               : "-";
+  std::string line = fmt::format("{} | roots {}/{} ({}) | rows {} | {:.0f} rows/s | batch {} | ETA {}", state, s.roots,
+                                 m_estimate, pct, rows, rate, s.batches, eta);
+  if (m_terminal) {
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    std::fflush(stderr);
+    m_drawn = true;
+  } else if (m_last < 0 || now - m_last >= m_interval) {
+    spdlog::info("progress: {}", line);
+    m_last = now;
+  }
+}
+
+void Progress::finish() {
+  if (m_drawn) {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace goarchive::report

@@ -1,0 +1,374 @@
+#include "tracking/registry.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "plan/sql.h"
+#include "tracking/migrations.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace goarchive::tracking {
+
+RootKey encode_key(const std::vector<std::string>& values) {
+  RootKey k;
+  for (const auto& v : values) {
+    auto n = static_cast<uint32_t>(v.size());
+    char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                   static_cast<char>(n)};
+    k.encoded.append(len, 4);
+    k.encoded.append(v);
+  }
+  k.hash = sha256(k.encoded).substr(0, 16);
+  return k;
+}
+
+std::vector<std::string> decode_key(const std::string& encoded) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos + 4 <= encoded.size()) {
+    auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(encoded[pos + i])); };
+    uint32_t n = (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
+    pos += 4;
+    if (pos + n > encoded.size()) throw Error("corrupt root key in the tracking log");
+    out.push_back(encoded.substr(pos, n));
+    pos += n;
+  }
+  return out;
+}
+
+namespace {
+
+// Liveness is judged on the registry server's clock, never the client's (seed 000).
+constexpr const char* k_live_expr = "(heartbeat_at > NOW(6) - INTERVAL 60 SECOND)";
+
+std::string in_list(const std::vector<std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += sql::quote(values[i]);
+  }
+  return out;
+}
+
+std::string hex_list(const std::vector<std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += sql::hex_literal(values[i]);
+  }
+  return out;
+}
+
+[[noreturn]] void preempted(const std::string& what, uint64_t got, size_t expected) {
+  throw Error(fmt::format("tracking registry: {} changed {} row(s) where {} were expected; another session changed "
+                          "this job's state (a stale write was refused). Nothing was committed; rerun the job",
+                          what, got, expected));
+}
+
+}  // namespace
+
+std::string Registry::table(const char* name) const { return sql::qualified(m_schema, name); }
+
+bool Registry::ready(db::Connection& conn) const {
+  try {
+    auto v = conn.scalar("SELECT MAX(version) FROM " + table("schema_version"));
+    return v && std::stoi(*v) >= migrations().back().version;
+  } catch (const db::DbError& e) {
+    if (e.code() == 1146 || e.code() == 1049) return false;
+    throw;
+  }
+}
+
+void Registry::create(db::Connection& conn) const {
+  conn.execute("CREATE DATABASE IF NOT EXISTS " + sql::ident(m_schema) +
+               " DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin");
+  int current = 0;
+  try {
+    if (auto v = conn.scalar("SELECT MAX(version) FROM " + table("schema_version"))) current = std::stoi(*v);
+  } catch (const db::DbError& e) {
+    if (e.code() != 1146) throw;
+  }
+  for (const Migration& m : migrations()) {
+    if (m.version <= current) continue;
+    std::string text = m.sql;
+    std::string quoted = sql::ident(m_schema);
+    for (size_t pos = 0; (pos = text.find("{schema}", pos)) != std::string::npos; pos += quoted.size()) {
+      text.replace(pos, 8, quoted);
+    }
+    // Statements are separated by a ';' at the end of a line.
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find(";\n", start);
+      std::string stmt = trim(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      // Drop leading comment lines.
+      while (stmt.rfind("--", 0) == 0) {
+        auto nl = stmt.find('\n');
+        stmt = nl == std::string::npos ? "" : trim(stmt.substr(nl + 1));
+      }
+      if (!stmt.empty()) conn.execute(stmt);
+      if (end == std::string::npos) break;
+      start = end + 2;
+    }
+    conn.execute(fmt::format("INSERT INTO {} (version, file) VALUES ({}, {})", table("schema_version"), m.version,
+                             sql::quote(m.file)));
+    spdlog::info("tracking schema {}: applied {}", m_schema, m.file);
+  }
+}
+
+std::optional<JobRow> Registry::find_job(db::Connection& conn, const std::string& name) const {
+  db::RowSet r = conn.query(fmt::format("SELECT id, name, command, status, run_id, version, IFNULL({}, 0) FROM {} "
+                                        "WHERE name = {}",
+                                        k_live_expr, table("jobs"), sql::quote(name)));
+  if (r.rows() == 0) return std::nullopt;
+  JobRow j;
+  j.id = std::stoull(r.cell(0, 0));
+  j.name = r.cell(0, 1);
+  j.command = r.cell(0, 2);
+  j.status = r.cell(0, 3);
+  if (!r.is_null(0, 4)) j.run_id = std::stoull(r.cell(0, 4));
+  j.version = std::stoull(r.cell(0, 5));
+  j.live = r.cell(0, 6) == "1";
+  return j;
+}
+
+JobRow Registry::ensure_job(db::Connection& conn, const std::string& name, const std::string& command,
+                            const guard::SourceIdentity& s, const std::string& destination_database,
+                            const std::string& root_table,
+                            const std::vector<std::pair<std::string, std::string>>& tables,
+                            const std::vector<std::string>& table_keys) const {
+  auto opt = [](const std::optional<unsigned long long>& v) { return v ? std::to_string(*v) : std::string("NULL"); };
+  try {
+    conn.execute(fmt::format("INSERT INTO {} (name, command) VALUES ({}, {})", table("jobs"), sql::quote(name),
+                             sql::quote(command)));
+  } catch (const db::DbError& e) {
+    if (!e.duplicate_key()) throw;  // the job's one row already exists (I4/I5): reuse it
+  }
+  auto job = find_job(conn, name);
+  if (!job) throw Error("tracking registry: job row for \"" + name + "\" vanished after it was created");
+  // Recording the job's source and tables is guarded by its version (I6); we hold the job lock, so a miss here
+  // means a run that does not take the locks changed the row.
+  db::Transaction tx(conn);
+  uint64_t n = conn.execute(fmt::format(
+      "UPDATE {} SET source_host = {}, source_port = {}, source_database = {}, source_flavor = {}, "
+      "source_server_id = {}, source_server_uuid = {}, source_gtid_domain = {}, destination_database = {}, "
+      "root_table = {}, version = version + 1, updated_at = NOW(6) WHERE id = {} AND version = {}",
+      table("jobs"), sql::quote(s.host), s.port, sql::quote(s.database), sql::quote(s.flavor), opt(s.server_id),
+      s.server_uuid.empty() ? "NULL" : sql::quote(s.server_uuid), opt(s.gtid_domain), sql::quote(destination_database),
+      sql::quote(root_table), job->id, job->version));
+  if (n != 1) preempted("recording the job's source", n, 1);
+  conn.execute(fmt::format("DELETE FROM {} WHERE job_id = {}", table("job_tables"), job->id));
+  std::string values;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (i) values += ',';
+    values += fmt::format("({}, {}, {}, {})", job->id, sql::quote(table_keys[i]), sql::quote(tables[i].first),
+                          sql::quote(tables[i].second));
+  }
+  if (!values.empty()) {
+    conn.execute(fmt::format("INSERT INTO {} (job_id, table_key, database_name, table_name) VALUES {}",
+                             table("job_tables"), values));
+  }
+  tx.commit();
+  return *find_job(conn, name);
+}
+
+unsigned long long Registry::start_run(db::Connection& conn, const JobRow& job, const std::string& command,
+                                       unsigned long long source_conn, unsigned long long dest_conn) const {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  db::Transaction tx(conn);
+  // Guarded write first (seed 000 §3.3): the job row moves to running only from the version we read.
+  uint64_t n = conn.execute(fmt::format(
+      "UPDATE {} SET status = 'running', command = {}, heartbeat_at = NOW(6), version = version + 1, "
+      "updated_at = NOW(6) WHERE id = {} AND version = {}",
+      table("jobs"), sql::quote(command), job.id, job.version));
+  if (n != 1) preempted("starting the run", n, 1);
+  // We hold the job lock, so a run still marked running lost its process: close it.
+  uint64_t stale = conn.execute(fmt::format(
+      "UPDATE {} SET status = 'crashed', ended_at = NOW(6), reason = 'process gone; closed by the next run' "
+      "WHERE job_id = {} AND status = 'running'",
+      table("runs"), job.id));
+  if (stale) spdlog::warn("the previous run of job {} ended without closing its record (crash or kill): marked crashed", job.name);
+  try {
+    conn.execute(fmt::format("INSERT INTO {} (job_id, command, host, pid, source_connection, destination_connection) "
+                             "VALUES ({}, {}, {}, {}, {}, {})",
+                             table("runs"), job.id, sql::quote(command), sql::quote(host), ::getpid(), source_conn,
+                             dest_conn));
+  } catch (const db::DbError& e) {
+    if (e.duplicate_key()) {
+      throw BusyError(fmt::format("job \"{}\" already has a running run in the tracking registry {} (its single "
+                                  "active slot is taken); this run did nothing",
+                                  job.name, m_schema));
+    }
+    throw;
+  }
+  unsigned long long run_id = std::stoull(conn.scalar("SELECT LAST_INSERT_ID()").value_or("0"));
+  conn.execute(fmt::format("UPDATE {} SET run_id = {} WHERE id = {}", table("jobs"), run_id, job.id));
+  tx.commit();
+  return run_id;
+}
+
+void Registry::heartbeat(db::Connection& conn, unsigned long long job_id, unsigned long long run_id) const {
+  conn.execute(fmt::format("UPDATE {} SET heartbeat_at = NOW(6) WHERE id = {} AND status = 'running'", table("runs"),
+                           run_id));
+  conn.execute(fmt::format("UPDATE {} SET heartbeat_at = NOW(6) WHERE id = {} AND run_id = {} AND status = 'running'",
+                           table("jobs"), job_id, run_id));
+}
+
+void Registry::finish_run(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
+                          const std::string& status, int exit_code, const std::string& reason,
+                          const std::string& summary_json) const {
+  db::Transaction tx(conn);
+  conn.execute(fmt::format("UPDATE {} SET status = {}, ended_at = NOW(6), exit_code = {}, reason = {}, summary = {} "
+                           "WHERE id = {} AND status = 'running'",
+                           table("runs"), sql::quote(status), exit_code, sql::quote(reason.substr(0, 1000)),
+                           sql::quote(summary_json), run_id));
+  std::string job_status = status == "finished" ? "finished" : status == "failed" ? "failed" : "stopped";
+  conn.execute(fmt::format("UPDATE {} SET status = {}, version = version + 1, updated_at = NOW(6) "
+                           "WHERE id = {} AND run_id = {} AND status = 'running'",
+                           table("jobs"), sql::quote(job_status), job_id, run_id));
+  tx.commit();
+}
+
+void Registry::insert_claims(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
+                             unsigned batch_no, const std::string& scope, const std::vector<RootKey>& keys,
+                             const std::string& state) const {
+  if (keys.empty()) return;
+  std::string values;
+  values.reserve(keys.size() * 96);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i) values += ',';
+    values += fmt::format("({},{},{},{},{},{},{})", job_id, run_id, batch_no, sql::quote(scope),
+                          sql::hex_literal(keys[i].hash), sql::hex_literal(keys[i].encoded), sql::quote(state));
+  }
+  try {
+    uint64_t n = conn.execute(fmt::format(
+        "INSERT INTO {} (job_id, run_id, batch_no, root_scope, root_key_hash, root_key, state) VALUES {}",
+        table("log"), values));
+    if (n != keys.size()) preempted("claiming roots", n, keys.size());
+  } catch (const db::DbError& e) {
+    if (!e.duplicate_key()) throw;
+    throw Error(fmt::format("a root of this batch is already claimed as unfinished work by another job in the "
+                            "tracking registry {} (no double claiming); run `goarchive jobs` to see which job, and "
+                            "rerun that job so its recovery finishes its work",
+                            m_schema));
+  }
+}
+
+void Registry::adopt(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
+                     const std::vector<unsigned long long>& ids) const {
+  if (ids.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < ids.size(); ++i) list += (i ? "," : "") + std::to_string(ids[i]);
+  uint64_t n = conn.execute(fmt::format(
+      "UPDATE {} SET run_id = {}, batch_no = {}, version = version + 1, updated_at = NOW(6) "
+      "WHERE job_id = {} AND id IN ({}) AND state IN ('copied', 'deleting')",
+      table("log"), run_id, batch_no, job_id, list));
+  if (n != ids.size()) preempted("adopting unfinished roots", n, ids.size());
+}
+
+void Registry::transition(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
+                          unsigned batch_no, const std::vector<std::string>& from, const std::string& to,
+                          size_t expected) const {
+  uint64_t n = conn.execute(fmt::format(
+      "UPDATE {} SET state = {}, version = version + 1, updated_at = NOW(6) WHERE job_id = {} AND run_id = {} AND "
+      "batch_no = {} AND state IN ({})",
+      table("log"), sql::quote(to), job_id, run_id, batch_no, in_list(from)));
+  if (n != expected) preempted(fmt::format("marking batch {} {}", batch_no, to), n, expected);
+}
+
+void Registry::transition_keys(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
+                               unsigned batch_no, const std::vector<std::string>& hashes, const std::string& from,
+                               const std::string& to) const {
+  if (hashes.empty()) return;
+  uint64_t n = conn.execute(fmt::format(
+      "UPDATE {} SET state = {}, version = version + 1, updated_at = NOW(6) WHERE job_id = {} AND run_id = {} AND "
+      "batch_no = {} AND state = {} AND root_key_hash IN ({})",
+      table("log"), sql::quote(to), job_id, run_id, batch_no, sql::quote(from), hex_list(hashes)));
+  if (n != hashes.size()) preempted(fmt::format("marking roots {}", to), n, hashes.size());
+}
+
+std::vector<LogRow> Registry::unfinished(db::Connection& conn, unsigned long long job_id, unsigned long long after_id,
+                                         size_t limit) const {
+  db::RowSet r = conn.query(fmt::format(
+      "SELECT id, state, root_key FROM {} WHERE job_id = {} AND state IN ('copied', 'deleting') AND id > {} "
+      "ORDER BY id LIMIT {}",
+      table("log"), job_id, after_id, limit));
+  std::vector<LogRow> out;
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(LogRow{std::stoull(r.cell(i, 0)), r.cell(i, 1), r.cell(i, 2)});
+  return out;
+}
+
+std::vector<std::string> Registry::keys_in_state(db::Connection& conn, unsigned long long job_id,
+                                                 const std::vector<std::string>& hashes,
+                                                 const std::string& state) const {
+  std::vector<std::string> out;
+  if (hashes.empty()) return out;
+  db::RowSet r = conn.query(fmt::format("SELECT DISTINCT root_key_hash FROM {} WHERE job_id = {} AND root_key_hash IN "
+                                        "({}) AND state = {}",
+                                        table("log"), job_id, hex_list(hashes), sql::quote(state)));
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+  return out;
+}
+
+std::pair<unsigned long long, unsigned long long> Registry::unfinished_counts(db::Connection& conn,
+                                                                              unsigned long long job_id) const {
+  db::RowSet r = conn.query(fmt::format("SELECT IFNULL(SUM(state = 'copied'), 0), IFNULL(SUM(state = 'deleting'), 0) "
+                                        "FROM {} WHERE job_id = {} AND state IN ('copied', 'deleting')",
+                                        table("log"), job_id));
+  return {std::stoull(r.cell(0, 0)), std::stoull(r.cell(0, 1))};
+}
+
+unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_id, double retention_days) const {
+  unsigned long long total = 0;
+  for (int round = 0; round < 1000; ++round) {
+    uint64_t n = conn.execute(fmt::format(
+        "DELETE FROM {} WHERE state IN ('done', 'refreshed') AND updated_at < NOW(6) - INTERVAL {} SECOND AND "
+        "job_id = {} LIMIT 5000",
+        table("log"), static_cast<long long>(retention_days * 86400), job_id));
+    total += n;
+    if (n < 5000) break;
+  }
+  return total;
+}
+
+std::vector<GuardHit> Registry::guard_candidates(db::Connection& conn, unsigned long long self_job_id,
+                                                 const std::vector<std::string>& table_keys) const {
+  std::vector<GuardHit> out;
+  if (table_keys.empty()) return out;
+  db::RowSet r = conn.query(fmt::format(
+      "SELECT j.id, j.name, j.status, IFNULL({}, 0), j.source_flavor, j.source_host, j.source_port, "
+      "j.source_database, j.source_server_id, IFNULL(j.source_server_uuid, ''), j.source_gtid_domain, "
+      "(SELECT COUNT(*) FROM {} l WHERE l.job_id = j.id AND l.state = 'copied'), "
+      "(SELECT COUNT(*) FROM {} l WHERE l.job_id = j.id AND l.state = 'deleting'), "
+      "(SELECT GROUP_CONCAT(CONCAT(t.database_name, '.', t.table_name) ORDER BY t.table_name SEPARATOR ', ') "
+      "   FROM {} t WHERE t.job_id = j.id AND t.table_key IN ({})) "
+      "FROM {} j WHERE j.id <> {} AND j.id IN (SELECT job_id FROM {} WHERE table_key IN ({})) ORDER BY j.name",
+      "(j." + std::string(k_live_expr).substr(1), table("log"), table("log"), table("job_tables"), in_list(table_keys),
+      table("jobs"), self_job_id, table("job_tables"), in_list(table_keys)));
+  for (size_t i = 0; i < r.rows(); ++i) {
+    GuardHit h;
+    h.name = r.cell(i, 1);
+    h.status = r.cell(i, 2);
+    h.live = r.cell(i, 3) == "1" && h.status == "running";
+    h.source.flavor = r.cell(i, 4);
+    h.source.host = r.cell(i, 5);
+    h.source.port = static_cast<unsigned>(std::stoul(r.cell(i, 6)));
+    h.source.database = r.cell(i, 7);
+    if (!r.is_null(i, 8)) h.source.server_id = std::stoull(r.cell(i, 8));
+    h.source.server_uuid = r.cell(i, 9);
+    if (!r.is_null(i, 10)) h.source.gtid_domain = std::stoull(r.cell(i, 10));
+    // A domain (MariaDB) or UUID (MySQL) is recorded only for a source that could tell its GTID history.
+    h.source.gtid_known = !r.is_null(i, 10) || !h.source.server_uuid.empty();
+    h.copied = std::stoull(r.cell(i, 11));
+    h.deleting = std::stoull(r.cell(i, 12));
+    h.shared_tables = split(r.cell(i, 13), ',');
+    for (auto& t : h.shared_tables) t = trim(t);
+    if (h.status == "running" || h.copied + h.deleting > 0) out.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace goarchive::tracking

@@ -1,0 +1,104 @@
+#pragma once
+// The tracking registry in job_schema on the destination (DESIGN.md §7, seed 000).
+// Every state write names the state it expects and checks the affected row count.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/connection.h"
+#include "guard/gtid.h"
+
+namespace goarchive::tracking {
+
+// A root's key as stored in the log: encoded values and a 16-byte hash for the unique claim index.
+struct RootKey {
+  std::string encoded;  // per column: 4-byte big-endian length + bytes
+  std::string hash;     // first 16 bytes of SHA-256(encoded)
+};
+RootKey encode_key(const std::vector<std::string>& values);
+std::vector<std::string> decode_key(const std::string& encoded);
+
+struct JobRow {
+  unsigned long long id = 0;
+  std::string name, command, status;
+  std::optional<unsigned long long> run_id;
+  unsigned long long version = 0;
+  bool live = false;  // heartbeat within the last 60 seconds (registry clock)
+};
+
+// Another job that blocks this run under the unfinished-work guard.
+struct GuardHit {
+  std::string name, status;
+  bool live = false;
+  unsigned long long copied = 0, deleting = 0;
+  std::vector<std::string> shared_tables;  // "db.table"
+  guard::SourceIdentity source;
+};
+
+struct LogRow {
+  unsigned long long id = 0;
+  std::string state;
+  std::string root_key;  // encoded
+};
+
+class Registry {
+public:
+  Registry(std::string schema) : m_schema(std::move(schema)) {}
+  const std::string& schema() const { return m_schema; }
+  std::string table(const char* name) const;  // `schema`.`name`
+
+  // True when the schema exists and carries the latest migration.
+  bool ready(db::Connection& conn) const;
+  // Creates the schema and applies missing migrations. The caller holds the schema lock.
+  void create(db::Connection& conn) const;
+
+  // Finds or creates the job's row (a duplicate key is an answer: the row exists) and records its source and
+  // tables. Returns the row as it is now.
+  JobRow ensure_job(db::Connection& conn, const std::string& name, const std::string& command,
+                    const guard::SourceIdentity& source, const std::string& destination_database,
+                    const std::string& root_table, const std::vector<std::pair<std::string, std::string>>& tables,
+                    const std::vector<std::string>& table_keys) const;
+  std::optional<JobRow> find_job(db::Connection& conn, const std::string& name) const;
+
+  // Starts a run: a stale 'running' run of this job (its process is gone: we hold the job lock) is closed as
+  // 'crashed'; the new run row takes the job's single active slot (I1); the job row moves to running,
+  // guarded by its version. Returns the run id.
+  unsigned long long start_run(db::Connection& conn, const JobRow& job, const std::string& command,
+                               unsigned long long source_conn, unsigned long long dest_conn) const;
+  void heartbeat(db::Connection& conn, unsigned long long job_id, unsigned long long run_id) const;
+  // Ends the run and the job's running status (guarded: only this run may end it).
+  void finish_run(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, const std::string& status,
+                  int exit_code, const std::string& reason, const std::string& summary_json) const;
+
+  // Claims roots for a batch (I2): one INSERT; a duplicate key means another job holds an unfinished claim.
+  void insert_claims(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
+                     const std::string& scope, const std::vector<RootKey>& keys, const std::string& state) const;
+  // Adopts unfinished log rows into this run's batch (recovery), guarded by their state.
+  void adopt(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
+             const std::vector<unsigned long long>& ids) const;
+  // Moves every row of a batch from `from` states to `to`; throws unless exactly `expected` rows moved.
+  void transition(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
+                  const std::vector<std::string>& from, const std::string& to, size_t expected) const;
+  // Moves the batch rows of these root hashes from `from` to `to` (e.g. deleting -> changed).
+  void transition_keys(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
+                       const std::vector<std::string>& hashes, const std::string& from, const std::string& to) const;
+  // Unfinished log rows of a job, in id order after `after_id`.
+  std::vector<LogRow> unfinished(db::Connection& conn, unsigned long long job_id, unsigned long long after_id,
+                                 size_t limit) const;
+  // Of these root hashes, those this job has in `state`.
+  std::vector<std::string> keys_in_state(db::Connection& conn, unsigned long long job_id,
+                                         const std::vector<std::string>& hashes, const std::string& state) const;
+  std::pair<unsigned long long, unsigned long long> unfinished_counts(db::Connection& conn,
+                                                                      unsigned long long job_id) const;
+  // Deletes finished log rows older than the retention, in small chunks.
+  unsigned long long prune(db::Connection& conn, unsigned long long job_id, double retention_days) const;
+
+  // Other jobs sharing one of `table_keys` that are running or hold unfinished roots.
+  std::vector<GuardHit> guard_candidates(db::Connection& conn, unsigned long long self_job_id,
+                                         const std::vector<std::string>& table_keys) const;
+
+private:
+  std::string m_schema;
+};
+
+}  // namespace goarchive::tracking
