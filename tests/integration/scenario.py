@@ -1,0 +1,213 @@
+"""A throw-away scenario for integration and end-to-end tests: its own source database, destination database
+and tracking schema (job_schema) on the shared test servers, a config file, the goarchive binary, and the data
+invariant check that every fault test ends with.
+
+    sc = Scenario(self, "single")
+    sc.both("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10)) ENGINE=InnoDB")
+    sc.src("INSERT INTO t VALUES (1,'a'),(2,'b')")
+    before = sc.snapshot(["t"])
+    cfg = sc.config({"j": {"root_table": "t", "where": "id < 2"}})
+    r = sc.run("archive", "-c", cfg, "-j", "j")
+    sc.assert_invariant(before, relations=[])
+"""
+
+import os
+import subprocess
+import tempfile
+import uuid
+
+import gatest
+
+BIN = os.environ.get("GOARCHIVE_BIN") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "goarchive"
+)
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{s}"'
+
+
+class Result:
+    def __init__(self, proc_result):
+        self.rc = proc_result.returncode
+        self.out = proc_result.stdout
+        self.err = proc_result.stderr
+
+    def __repr__(self):
+        return f"rc={self.rc}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
+
+
+class Scenario:
+    def __init__(self, test, tag):
+        gatest.require_env()
+        self.test = test
+        self.id = f"{tag}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self.src_db = f"s_{self.id}"
+        self.dst_db = f"d_{self.id}"
+        self.job_schema = f"ga_{self.id}"
+        self.tmp = tempfile.mkdtemp(prefix="goarchive-test-")
+        gatest.sql("source", f"CREATE DATABASE {gatest.quote_ident(self.src_db)}")
+        gatest.sql("destination", f"CREATE DATABASE {gatest.quote_ident(self.dst_db)}")
+        test.addCleanup(self.cleanup)
+
+    # -- SQL ---------------------------------------------------------------------------------------------------
+    def src(self, stmt, args=None):
+        return gatest.sql("source", stmt, args, db=self.src_db)
+
+    def dst(self, stmt, args=None):
+        return gatest.sql("destination", stmt, args, db=self.dst_db)
+
+    def both(self, stmt):
+        """Runs a DDL statement on the source and the destination databases."""
+        self.src(stmt)
+        self.dst(stmt)
+
+    def count(self, server, table):
+        db = self.src_db if server == "source" else self.dst_db
+        return gatest.sql(server, f"SELECT COUNT(*) FROM {gatest.quote_ident(db)}.{gatest.quote_ident(table)}")[0][0]
+
+    # -- config and binary -------------------------------------------------------------------------------------
+    def config(self, jobs, processing=None, verification="sha256", destination=None, source=None, extra=""):
+        """Writes a config file for JOBS ({name: {key: value, "relations": [ {..}, ..]}}); returns its path."""
+        host = os.environ.get("GA_HOST", "127.0.0.1")
+        lines = ["[source]", f'host = "{host}"', f"port = {gatest.env('GA_SOURCE_PORT')}",
+                 f'user = "{gatest.env("GA_USER")}"', 'password_env = "GA_PASSWORD"', f'database = "{self.src_db}"']
+        for k, v in (source or {}).items():
+            lines.append(f"{k} = {toml_value(v)}")
+        lines += ["", "[destination]", f'host = "{host}"', f"port = {gatest.env('GA_DEST_PORT')}",
+                  f'user = "{gatest.env("GA_USER")}"', 'password_env = "GA_PASSWORD"', f'database = "{self.dst_db}"',
+                  f'job_schema = "{self.job_schema}"']
+        for k, v in (destination or {}).items():
+            lines.append(f"{k} = {toml_value(v)}")
+        lines += ["", "[processing]"]
+        for k, v in (processing or {}).items():
+            lines.append(f"{k} = {toml_value(v)}")
+        lines += ["", "[verification]", f'method = "{verification}"', ""]
+        for name, job in jobs.items():
+            lines.append(f"[jobs.{name}]")
+            for k, v in job.items():
+                if k != "relations":
+                    lines.append(f"{k} = {toml_value(v)}")
+            for rel in job.get("relations", []):
+                lines += ["", f"[[jobs.{name}.relations]]"]
+                for k, v in rel.items():
+                    lines.append(f"{k} = {toml_value(v)}")
+            lines.append("")
+        path = os.path.join(self.tmp, f"{uuid.uuid4().hex[:8]}.toml")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n" + extra)
+        return path
+
+    def run(self, *args, env=None, timeout=300, input=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        return Result(subprocess.run([BIN, *args], capture_output=True, text=True, env=e, timeout=timeout,
+                                     input=input))
+
+    def start(self, *args, env=None):
+        """Starts goarchive in the background; returns the Popen (text pipes)."""
+        e = dict(os.environ)
+        e.update(env or {})
+        return subprocess.Popen([BIN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+
+    # -- the data invariant ------------------------------------------------------------------------------------
+    def rows(self, server, table):
+        """{primary key tuple: full row tuple} of TABLE on SERVER."""
+        db = self.src_db if server == "source" else self.dst_db
+        pk = gatest.primary_key(server, db, table)
+        cols = gatest.columns(server, db, table)
+        idx = [cols.index(c) for c in pk]
+        out = {}
+        for row in gatest.sql(server, f"SELECT * FROM {gatest.quote_ident(db)}.{gatest.quote_ident(table)}"):
+            out[tuple(row[i] for i in idx)] = tuple(row)
+        return out
+
+    def snapshot(self, tables):
+        """The source's rows of every table, to compare against after a run."""
+        return {t: self.rows("source", t) for t in tables}
+
+    def assert_invariant(self, original, relations=(), allow_changed=()):
+        """Every original row is in exactly one of source or destination, unchanged; no child is orphaned.
+
+        RELATIONS: (child, [fk cols], parent, [referenced cols]) tuples for the orphan check.
+        """
+        t = self.test
+        for table, before in original.items():
+            src = self.rows("source", table)
+            dst = self.rows("destination", table)
+            for key, row in before.items():
+                in_src, in_dst = key in src, key in dst
+                t.assertTrue(in_src != in_dst,
+                             f"{table} row {key}: in source={in_src}, in destination={in_dst} (must be exactly one)")
+                now = src.get(key) if in_src else dst.get(key)
+                if table not in allow_changed:
+                    t.assertEqual(now, row, f"{table} row {key} changed")
+        for child, fk, parent, refs in relations:
+            for server in ("source", "destination"):
+                db = self.src_db if server == "source" else self.dst_db
+                q = gatest.quote_ident
+                on = " AND ".join(f"p.{q(r)} = c.{q(f)}" for f, r in zip(fk, refs))
+                notnull = " AND ".join(f"c.{q(f)} IS NOT NULL" for f in fk)
+                n = gatest.sql(server, f"SELECT COUNT(*) FROM {q(db)}.{q(child)} c WHERE {notnull} AND NOT EXISTS "
+                                       f"(SELECT 1 FROM {q(db)}.{q(parent)} p WHERE {on})")[0][0]
+                t.assertEqual(n, 0, f"{n} orphaned {child} rows (no {parent}) on the {server}")
+
+    def unfinished(self):
+        """Unfinished roots (copied or deleting) in this scenario's registry."""
+        try:
+            return gatest.sql("destination", f"SELECT COUNT(*) FROM {gatest.quote_ident(self.job_schema)}.log "
+                                             "WHERE state IN ('copied','deleting')")[0][0]
+        except Exception:  # no registry yet
+            return 0
+
+    def cleanup(self):
+        for server, db in (("source", self.src_db), ("destination", self.dst_db), ("destination", self.job_schema)):
+            try:
+                gatest.sql(server, f"DROP DATABASE IF EXISTS {gatest.quote_ident(db)}")
+            except Exception:
+                pass
+
+
+# -- the demo shop tree (examples/shop_schema.sql, examples/shop_data.sql) --------------------------------------
+SHOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+
+
+def statements(path):
+    """The statements of an SQL file, without comment lines."""
+    text = "\n".join(line for line in _read(path).splitlines() if not line.strip().startswith("--"))
+    for stmt in text.split(";"):
+        if stmt.strip():
+            yield stmt.strip()
+
+
+def load_shop(sc, orders=300):
+    """The demo shop schema on both sides and ORDERS orders (half older than two years) on the source."""
+    for stmt in statements(os.path.join(SHOP, "shop_schema.sql")):
+        sc.both(stmt)
+    for stmt in statements(os.path.join(SHOP, "shop_data.sql")):
+        if not stmt.startswith("SET @orders"):
+            sc.src(stmt.replace("@orders", str(orders)))
+
+
+SHOP_TABLES = ["orders", "order_items", "payments", "shipments", "shipment_items"]
+SHOP_RELATIONS = [("order_items", ["order_id"], "orders", ["id"]), ("payments", ["order_id"], "orders", ["id"]),
+                  ("shipments", ["order_id"], "orders", ["id"]), ("shipment_items", ["shipment_id"], "shipments", ["id"])]
+SHOP_JOB = {"root_table": "orders", "where": "created_at < NOW() - INTERVAL 2 YEAR", "relations": [
+    {"table": "order_items", "foreign_key": "order_id"},
+    {"table": "payments", "foreign_key": "order_id"},
+    {"table": "shipments", "foreign_key": "order_id"},
+    {"table": "shipment_items", "parent": "shipments", "foreign_key": "shipment_id"}]}
+
+
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
