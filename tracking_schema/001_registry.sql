@@ -66,29 +66,45 @@ CREATE TABLE IF NOT EXISTS {schema}.`runs` (
   KEY `k_job_run` (`job_id`, `id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- The work log: one row per root per batch. A root is unfinished (copied or deleting) in at most one job's log
--- (I2): the unique key over the generated column refuses a second claim. root_scope hashes the source
--- server, database and root table; root_key holds the encoded key values.
-CREATE TABLE IF NOT EXISTS {schema}.`log` (
-  `id`            BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
-  `job_id`        BIGINT UNSIGNED NOT NULL,
-  `run_id`        BIGINT UNSIGNED NOT NULL,
-  `batch_no`      INT UNSIGNED NOT NULL,
-  `root_scope`    CHAR(32)     NOT NULL,
-  `root_key_hash` BINARY(16)   NOT NULL,
-  `root_key`      VARBINARY(3072) NOT NULL,
-  `state`         VARCHAR(16)  NOT NULL,
-  `unfinished`    TINYINT AS (CASE WHEN `state` IN ('copied', 'deleting') THEN 1 ELSE NULL END) STORED,
-  `version`       INT UNSIGNED NOT NULL DEFAULT 1,
-  `created_at`    DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-  `updated_at`    DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+-- The work log, one row per batch: its state moves copied -> deleting -> done (purge: deleting -> done), each
+-- transition guarded by the expected state and `version` (I6). root_keys holds the batch's encoded root keys so
+-- that a rerun can finish an unfinished batch (recovery). `unfinished` is 1 while copied or deleting.
+CREATE TABLE IF NOT EXISTS {schema}.`batches` (
+  `id`          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  `job_id`      BIGINT UNSIGNED NOT NULL,
+  `run_id`      BIGINT UNSIGNED NOT NULL,
+  `batch_no`    INT UNSIGNED NOT NULL,
+  `state`       VARCHAR(16)  NOT NULL,
+  `unfinished`  TINYINT AS (CASE WHEN `state` IN ('copied', 'deleting') THEN 1 ELSE NULL END) STORED,
+  `roots`       INT UNSIGNED NOT NULL,
+  `changed`     INT UNSIGNED NOT NULL DEFAULT 0,
+  `root_keys`   LONGBLOB     NOT NULL,
+  `version`     INT UNSIGNED NOT NULL DEFAULT 1,
+  `created_at`  DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  `updated_at`  DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   PRIMARY KEY (`id`),
-  UNIQUE KEY `uk_one_unfinished_claim` (`root_scope`, `root_key_hash`, `unfinished`),
-  KEY `k_job_state_batch` (`job_id`, `state`, `batch_no`),
-  KEY `k_job_run_batch` (`job_id`, `run_id`, `batch_no`),
-  KEY `k_prune` (`state`, `updated_at`)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
-;
+  KEY `k_job_unfinished` (`job_id`, `unfinished`, `id`),
+  KEY `k_job_state_updated` (`job_id`, `state`, `updated_at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- copy-only reruns skip roots this job already copied; also serves the refresh of changed roots.
-CREATE INDEX IF NOT EXISTS `k_job_root` ON {schema}.`log` (`job_id`, `root_key_hash`)
+-- No double claiming (I2): while a batch is unfinished, each of its roots holds one claim row, keyed by a hash of
+-- the source server, database, root table and root key. A second claim of the same root, by any job, is a
+-- duplicate key. Claims are inserted with the batch and deleted when it is done.
+CREATE TABLE IF NOT EXISTS {schema}.`claims` (
+  `claim`    BINARY(16)      NOT NULL,
+  `batch_id` BIGINT UNSIGNED NOT NULL,
+  `job_id`   BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (`claim`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- One row per (job, root) for the few roots that need a memory after their batch: 'changed' (left in the source
+-- because it changed after its copy; the next run replaces its archived copy) and 'copied' (copy-only: not
+-- copied again by a rerun).
+CREATE TABLE IF NOT EXISTS {schema}.`root_marks` (
+  `job_id`        BIGINT UNSIGNED NOT NULL,
+  `root_key_hash` BINARY(16)   NOT NULL,
+  `state`         VARCHAR(16)  NOT NULL,
+  `updated_at`    DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (`job_id`, `root_key_hash`),
+  KEY `k_job_state` (`job_id`, `state`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin

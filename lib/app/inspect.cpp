@@ -189,11 +189,11 @@ int jobs_list(const config::Config& cfg, Format format) {
       "SELECT j.name, j.command, CONCAT(j.source_host, ':', j.source_port, '/', j.source_database), j.status, "
       "IFNULL(DATE_FORMAT(j.heartbeat_at, '%Y-%m-%d %H:%i:%s'), ''), "
       "IFNULL(j.status = 'running' AND j.heartbeat_at > NOW(6) - INTERVAL 60 SECOND, 0), "
-      "(SELECT COUNT(*) FROM {0} l WHERE l.job_id = j.id AND l.state IN ('copied', 'deleting')), "
+      "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1), "
       "(SELECT GROUP_CONCAT(t.table_name ORDER BY t.table_name SEPARATOR ',') FROM {1} t WHERE t.job_id = j.id), "
       "IFNULL(r.status, ''), IFNULL(r.exit_code, ''), IFNULL(r.reason, ''), IFNULL(r.summary, ''), IFNULL(r.id, 0) "
       "FROM {2} j LEFT JOIN {3} r ON r.id = j.run_id ORDER BY j.name",
-      registry.table("log"), registry.table("job_tables"), registry.table("jobs"), registry.table("runs")));
+      registry.table("batches"), registry.table("job_tables"), registry.table("jobs"), registry.table("runs")));
   if (format == Format::json) {
     Json out = Json::object();
     out.set("schema_version", Json(1));

@@ -1,12 +1,26 @@
 #include "app/logging.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "app/json.h"
 #include "util/error.h"
 
 namespace goarchive::app {
+
+namespace {
+// %* in a JSON pattern: the message as the body of a JSON string (quotes, backslashes and control characters escaped).
+class JsonMessage : public spdlog::custom_flag_formatter {
+public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    std::string quoted = json_quote(std::string(msg.payload.data(), msg.payload.size()));
+    dest.append(quoted.data() + 1, quoted.data() + quoted.size() - 1);
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessage>(); }
+};
+}  // namespace
 
 void setup_logging(const config::LoggingConfig& logging, int verbose, bool quiet) {
   std::vector<spdlog::sink_ptr> sinks;
@@ -21,9 +35,10 @@ void setup_logging(const config::LoggingConfig& logging, int verbose, bool quiet
   auto logger = std::make_shared<spdlog::logger>("goarchive", sinks.begin(), sinks.end());
   // JSON lines carry a versioned schema: {"schema_version":1,"time":..,"level":..,"msg":..}.
   if (logging.format == "json") {
-    logger->set_pattern(
-        R"({"schema_version":1,"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"msg":"%v"})",
-        spdlog::pattern_time_type::utc);
+    auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+    formatter->add_flag<JsonMessage>('*').set_pattern(
+        R"({"schema_version":1,"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"msg":"%*"})");
+    logger->set_formatter(std::move(formatter));
   } else {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%-5l%$ %v", spdlog::pattern_time_type::utc);
   }

@@ -510,19 +510,24 @@ public:
     }
     record_processing(m_cfg.processing, "processing.", Origin::default_value);
     if (const toml::table* t = top.subtable("replication")) read_replication(*t, path);
+    set("logging.level", m_cfg.logging.level, Origin::default_value);
+    set("logging.format", m_cfg.logging.format, Origin::default_value);
+    set("logging.file", m_cfg.logging.file, Origin::default_value);
     if (const toml::table* t = top.subtable("logging")) {
       Reader r(*t, "logging", path);
-      if (auto v = r.string("level")) m_cfg.logging.level = *v;
-      if (auto v = r.string("format")) m_cfg.logging.format = *v;
-      if (auto v = r.string("file")) m_cfg.logging.file = *v;
+      if (auto v = r.string("level")) set("logging.level", m_cfg.logging.level = *v, Origin::file);
+      if (auto v = r.string("format")) set("logging.format", m_cfg.logging.format = *v, Origin::file);
+      if (auto v = r.string("file")) set("logging.file", m_cfg.logging.file = *v, Origin::file);
       r.refuse_unknown();
     }
-    if (auto it = m_env.find("GOARCHIVE_LOG_LEVEL"); it != m_env.end()) m_cfg.logging.level = it->second;
-    if (auto it = m_env.find("GOARCHIVE_LOG_FORMAT"); it != m_env.end()) m_cfg.logging.format = it->second;
-    if (auto it = m_env.find("GOARCHIVE_LOG_FILE"); it != m_env.end()) m_cfg.logging.file = it->second;
-    if (o.log_level) m_cfg.logging.level = *o.log_level;
-    if (o.log_format) m_cfg.logging.format = *o.log_format;
-    if (o.log_file) m_cfg.logging.file = *o.log_file;
+    auto env_or_flag = [&](const char* var, const std::optional<std::string>& flag, std::string& field,
+                           const char* key) {
+      if (auto it = m_env.find(var); it != m_env.end()) set(key, field = it->second, Origin::environment);
+      if (flag) set(key, field = *flag, Origin::flag);
+    };
+    env_or_flag("GOARCHIVE_LOG_LEVEL", o.log_level, m_cfg.logging.level, "logging.level");
+    env_or_flag("GOARCHIVE_LOG_FORMAT", o.log_format, m_cfg.logging.format, "logging.format");
+    env_or_flag("GOARCHIVE_LOG_FILE", o.log_file, m_cfg.logging.file, "logging.file");
     static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
     if (!levels.count(m_cfg.logging.level)) {
       throw ConfigError(fmt::format("logging.level \"{}\" is unknown; use trace, debug, info, warn, error or off",
@@ -531,8 +536,6 @@ public:
     if (m_cfg.logging.format != "text" && m_cfg.logging.format != "json") {
       throw ConfigError(fmt::format("logging.format \"{}\" is unknown; use text or json", m_cfg.logging.format));
     }
-    set("logging.level", m_cfg.logging.level, Origin::file);
-    set("logging.format", m_cfg.logging.format, Origin::file);
 
     if (const toml::table* t = top.subtable("jobs")) {
       Reader jobs(*t, "jobs", path);
@@ -553,8 +556,11 @@ public:
     if (auto v = r.number("max_lag_seconds", 0, 86400)) rc.max_lag_seconds = *v;
     if (auto v = r.number("check_interval", 0.1, 3600)) rc.check_interval = *v;
     if (auto v = r.number("max_hold", 0, 7 * 86400)) rc.max_hold = *v;
-    set("replication.enabled", rc.enabled ? "true" : "false", r.get("enabled") ? Origin::file : Origin::default_value);
-    set("replication.max_lag_seconds", fmt::format("{}", rc.max_lag_seconds), Origin::file);
+    auto origin = [&](const char* key) { return r.get(key) ? Origin::file : Origin::default_value; };
+    set("replication.enabled", rc.enabled ? "true" : "false", origin("enabled"));
+    set("replication.max_lag_seconds", fmt::format("{}", rc.max_lag_seconds), origin("max_lag_seconds"));
+    set("replication.check_interval", fmt::format("{}", rc.check_interval), origin("check_interval"));
+    set("replication.max_hold", fmt::format("{}", rc.max_hold), origin("max_hold"));
     if (const toml::node* servers = r.get("servers")) {
       const toml::array* arr = servers->as_array();
       if (!arr) r.type_error("servers", *servers, "an array of tables ([[replication.servers]])");

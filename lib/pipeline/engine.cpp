@@ -275,9 +275,26 @@ void Engine::compute_digests(Batch& batch) {
 // Copy
 
 void Engine::claim(Batch& batch) {
+  if (batch.recovery) return;  // a recovered batch keeps its row and claims; it was adopted before it started
   std::string state = m_mode == Mode::purge ? "deleting" : "copied";
-  if (batch.recovery) return;  // recovered roots are adopted before the batch starts
-  m_registry.insert_claims(m_dst, m_job_id, m_run_id, batch.no, m_scope, batch.roots, state);
+  batch.id = m_registry.claim_batch(m_dst, m_job_id, m_run_id, batch.no, m_scope, batch.roots, state);
+  batch.version = 1;
+}
+
+// In one destination transaction: the batch is done, its claims go, and roots left in the source are marked.
+void Engine::finish_batch(Batch& batch, const std::vector<std::string>& changed_hashes) {
+  db::Transaction tx(m_dst);
+  batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "done", batch.version,
+                                        static_cast<unsigned>(changed_hashes.size()));
+  m_registry.release_claims(m_dst, batch.id, batch.claims);
+  m_registry.mark_roots(m_dst, m_job_id, changed_hashes, "changed");
+  if (m_mode == Mode::copy_only) {
+    std::vector<std::string> hashes;
+    for (const auto& r : batch.roots) hashes.push_back(r.hash);
+    m_registry.mark_roots(m_dst, m_job_id, hashes, "copied");
+  }
+  m_hooks.before_commit();
+  tx.commit();
 }
 
 // Removes the destination copy of roots that this job copied before (recovered roots, or roots that changed in
@@ -385,9 +402,12 @@ void Engine::copy(Batch& batch) {
     // Guarded write first (seed 000 §3.3): the claims in the log, then the rows.
     claim(batch);
     std::vector<int> to_refresh;
-    std::vector<std::string> hashes;
-    for (const auto& rk : batch.roots) hashes.push_back(rk.hash);
-    auto changed = m_registry.keys_in_state(m_dst, m_job_id, hashes, "changed");
+    std::vector<std::string> changed;
+    if (m_has_changed_marks) {
+      std::vector<std::string> hashes;
+      for (const auto& rk : batch.roots) hashes.push_back(rk.hash);
+      changed = m_registry.marked(m_dst, m_job_id, hashes, "changed");
+    }
     std::set<std::string> changed_set(changed.begin(), changed.end());
     std::set<int> present;
     for (int r : batch.tables[0].root_of) present.insert(r);
@@ -398,15 +418,7 @@ void Engine::copy(Batch& batch) {
       }
     }
     refresh(batch, to_refresh);
-    if (!changed.empty()) {
-      m_dst.execute(fmt::format("UPDATE {} SET state = 'refreshed', version = version + 1, updated_at = NOW(6) "
-                                "WHERE job_id = {} AND state = 'changed' AND root_key_hash IN ({})",
-                                m_registry.table("log"), m_job_id, [&] {
-                                  std::string l;
-                                  for (size_t i = 0; i < changed.size(); ++i) l += (i ? "," : "") + sql::hex_literal(changed[i]);
-                                  return l;
-                                }()));
-    }
+    m_registry.unmark(m_dst, m_job_id, changed);
     for (int ni : m_copy_order) {
       const TableBatch& tb = batch.tables[static_cast<size_t>(ni)];
       std::vector<size_t> rows(tb.rows.rows());
@@ -444,24 +456,19 @@ void Engine::verify(Batch& batch) {
                                  .value_or("0"));
         continue;
       }
-      m_dst.stream(fmt::format("SELECT {} FROM {} WHERE {}", m.select_list, m.destination_name, where),
-                   [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
-                     db::RowSet one;
-                     one.set_columns(m.columns);
-                     for (size_t c = 0; c < cols; ++c) one.push(cells[c], cells[c] ? lengths[c] : 0);
-                     std::string key = encode_row_key(m, one, 0);
-                     auto it = tb.by_key.find(key);
-                     if (it == tb.by_key.end()) return;
-                     if (row_digest(one, 0) != tb.digest[it->second]) {
-                       std::vector<std::string> kv;
-                       for (size_t i : m.key_idx) kv.push_back(one.cell(0, i));
-                       throw Error(fmt::format("verification (sha256) failed for table {}: the destination row ({}) = "
-                                               "({}) differs from the source; nothing was deleted. Inspect both rows; "
-                                               "the rerun resumes this batch",
-                                               m.node.table, join(m.key_cols, ", "), join(kv, ", ")));
-                     }
-                     ++found;
-                   });
+      db::RowSet there = m_dst.query(fmt::format("SELECT {} FROM {} WHERE {}", m.select_list, m.destination_name, where));
+      for (size_t r = 0; r < there.rows(); ++r) {
+        auto it = tb.by_key.find(encode_row_key(m, there, r));
+        if (it == tb.by_key.end()) continue;
+        if (row_digest(there, r) != tb.digest[it->second]) {
+          std::vector<std::string> kv;
+          for (size_t i : m.key_idx) kv.push_back(there.cell(r, i));
+          throw Error(fmt::format("verification (sha256) failed for table {}: the destination row ({}) = ({}) differs "
+                                  "from the source; nothing was deleted. Inspect both rows; the rerun resumes this batch",
+                                  m.node.table, join(m.key_cols, ", "), join(kv, ", ")));
+        }
+        ++found;
+      }
     }
     if (found != tb.rows.rows()) {
       throw Error(fmt::format("verification ({}) failed for table {}: {} rows copied but {} found in the destination; "
@@ -542,18 +549,13 @@ void Engine::remove(Batch& batch) {
   for (size_t i = 0; i < dirty.size(); ++i) {
     if (dirty[i]) dirty_hashes.push_back(batch.roots[i].hash);
   }
-  db::Transaction mark(m_dst);
   if (!dirty_hashes.empty()) {
-    m_registry.transition_keys(m_dst, m_job_id, m_run_id, batch.no, dirty_hashes, "deleting", "changed");
     m_stats.roots_changed += dirty_hashes.size();
     spdlog::warn("batch {}: {} root(s) changed in the source after they were copied and were left in the source "
                  "(e.g. {}); the next run archives their current version",
                  batch.no, dirty_hashes.size(), join(reasons, "; "));
   }
-  m_registry.transition(m_dst, m_job_id, m_run_id, batch.no, {"deleting"}, "done",
-                        batch.roots.size() - dirty_hashes.size());
-  m_hooks.before_commit();
-  mark.commit();
+  finish_batch(batch, dirty_hashes);
   m_stats.roots_done += batch.roots.size() - dirty_hashes.size();
 }
 
@@ -562,6 +564,8 @@ void Engine::remove(Batch& batch) {
 
 void Engine::process(Batch& batch) {
   batch.tables.resize(m_tables.size());
+  batch.claims.clear();
+  for (const auto& r : batch.roots) batch.claims.push_back(tracking::claim_hash(m_scope, r));
   spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
   auto t0 = Clock::now();
   {
@@ -591,16 +595,12 @@ void Engine::process(Batch& batch) {
     fault::point("after_verify");
   }
   if (m_mode == Mode::copy_only) {
-    db::Transaction tx(m_dst);
-    m_registry.transition(m_dst, m_job_id, m_run_id, batch.no, {"copied", "deleting"}, "done", batch.roots.size());
-    m_hooks.before_commit();
-    tx.commit();
+    finish_batch(batch, {});
     m_stats.roots_done += batch.roots.size();
   } else {
     if (m_mode == Mode::archive) {
       db::Transaction tx(m_dst);
-      m_registry.transition(m_dst, m_job_id, m_run_id, batch.no, {"copied", "deleting"}, "deleting",
-                            batch.roots.size());
+      batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "deleting", batch.version);
       m_hooks.before_commit();
       tx.commit();
       fault::point("after_mark_deleting");
@@ -623,26 +623,28 @@ bool Engine::recover() {
   unsigned long long after = 0;
   while (true) {
     if (!m_hooks.boundary("recovery")) return false;
-    auto rows = m_registry.unfinished(m_dst, m_job_id, after, static_cast<size_t>(m_job.processing.batch_size));
+    auto rows = m_registry.unfinished_batches(m_dst, m_job_id, after, 16);
     if (rows.empty()) break;
-    Batch batch;
-    batch.no = ++m_batch_no;
-    batch.recovery = true;
-    std::vector<unsigned long long> ids;
     for (const auto& row : rows) {
-      ids.push_back(row.id);
-      batch.root_keys.push_back(tracking::decode_key(row.root_key));
-      batch.roots.push_back(tracking::encode_key(batch.root_keys.back()));
       after = row.id;
+      Batch batch;
+      batch.no = ++m_batch_no;
+      batch.id = row.id;
+      batch.recovery = true;
+      for (const auto& enc : row.root_keys) {
+        batch.root_keys.push_back(tracking::decode_key(enc));
+        batch.roots.push_back(tracking::encode_key(batch.root_keys.back()));
+      }
+      {
+        db::Transaction tx(m_dst);
+        batch.version = m_registry.adopt(m_dst, batch.id, m_run_id, batch.no, row.version);
+        m_hooks.before_commit();
+        tx.commit();
+      }
+      process(batch);
+      m_stats.recovered += batch.roots.size();
+      if (!m_hooks.boundary("recovery")) return false;
     }
-    {
-      db::Transaction tx(m_dst);
-      m_registry.adopt(m_dst, m_job_id, m_run_id, batch.no, ids);
-      m_hooks.before_commit();
-      tx.commit();
-    }
-    process(batch);
-    m_stats.recovered += rows.size();
   }
   spdlog::info("recovery done: {} root(s) finished", m_stats.recovered);
   return true;
@@ -668,7 +670,7 @@ bool Engine::batch_loop() {
       // Roots this job copied before are not copied again.
       std::vector<std::string> hashes;
       for (const auto& r : batch.roots) hashes.push_back(r.hash);
-      auto done = m_registry.keys_in_state(m_dst, m_job_id, hashes, "done");
+      auto done = m_registry.marked(m_dst, m_job_id, hashes, "copied");
       if (!done.empty()) {
         std::set<std::string> skip(done.begin(), done.end());
         Batch kept;
@@ -687,6 +689,7 @@ bool Engine::batch_loop() {
 }
 
 bool Engine::run() {
+  m_has_changed_marks = m_registry.count_marked(m_dst, m_job_id, "changed") > 0;
   if (!recover()) return false;
   return batch_loop();
 }

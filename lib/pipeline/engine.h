@@ -59,9 +59,12 @@ struct TableBatch {
 
 struct Batch {
   unsigned no = 0;
+  unsigned long long id = 0;  // row in the registry's batches table
+  unsigned version = 0;       // its version, the guard of every transition
   bool recovery = false;
   std::vector<std::vector<std::string>> root_keys;  // key values per root
   std::vector<tracking::RootKey> roots;             // encoded + hash
+  std::vector<std::string> claims;                  // claim hash per root
   std::vector<TableBatch> tables;                   // by node index
 };
 
@@ -97,6 +100,7 @@ private:
   void discover(db::Connection& conn, bool destination, Batch& batch, bool for_update);
   void compute_digests(Batch& batch);
   void claim(Batch& batch);
+  void finish_batch(Batch& batch, const std::vector<std::string>& changed_hashes);
   void refresh(Batch& batch, const std::vector<int>& roots);
   void copy(Batch& batch);
   void insert_rows(size_t t, const TableBatch& tb, const std::vector<size_t>& rows);
@@ -122,6 +126,7 @@ private:
   Hooks m_hooks;
   Stats m_stats;
   unsigned m_batch_no = 0;
+  bool m_has_changed_marks = false;  // this job left changed roots in the source on an earlier run
 };
 
 }  // namespace goarchive::pipeline

@@ -1,5 +1,7 @@
 #include "plan/sql.h"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "util/strings.h"
@@ -67,6 +69,7 @@ std::string tag(std::string_view job, long long run_id) {
 }
 
 std::string keyset_after(const std::vector<std::string>& columns, const KeyLiterals& last) {
+  if (last.size() != columns.size()) throw std::invalid_argument("keyset_after: one value per key column is needed");
   // a > x OR (a = x AND (b > y OR (b = y AND c > z)))
   std::string out;
   std::string close;

@@ -232,21 +232,40 @@ void Registry::finish_run(db::Connection& conn, unsigned long long job_id, unsig
   tx.commit();
 }
 
-void Registry::insert_claims(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
-                             unsigned batch_no, const std::string& scope, const std::vector<RootKey>& keys,
-                             const std::string& state) const {
-  if (keys.empty()) return;
+std::string pack_keys(const std::vector<RootKey>& keys) {
+  std::string out;
+  for (const auto& k : keys) {
+    auto n = static_cast<uint32_t>(k.encoded.size());
+    char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                   static_cast<char>(n)};
+    out.append(len, 4);
+    out += k.encoded;
+  }
+  return out;
+}
+
+std::vector<std::string> unpack_keys(const std::string& blob) { return decode_key(blob); }
+
+std::string claim_hash(const std::string& scope, const RootKey& key) {
+  return sha256(scope + '\0' + key.encoded).substr(0, 16);
+}
+
+unsigned long long Registry::claim_batch(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
+                                         unsigned batch_no, const std::string& scope, const std::vector<RootKey>& keys,
+                                         const std::string& state) const {
+  conn.execute(fmt::format("INSERT INTO {} (job_id, run_id, batch_no, state, roots, root_keys) VALUES ({}, {}, {}, {}, "
+                           "{}, {})",
+                           table("batches"), job_id, run_id, batch_no, sql::quote(state), keys.size(),
+                           sql::hex_literal(pack_keys(keys))));
+  unsigned long long batch_id = std::stoull(conn.scalar("SELECT LAST_INSERT_ID()").value_or("0"));
   std::string values;
-  values.reserve(keys.size() * 96);
+  values.reserve(keys.size() * 64);
   for (size_t i = 0; i < keys.size(); ++i) {
     if (i) values += ',';
-    values += fmt::format("({},{},{},{},{},{},{})", job_id, run_id, batch_no, sql::quote(scope),
-                          sql::hex_literal(keys[i].hash), sql::hex_literal(keys[i].encoded), sql::quote(state));
+    values += fmt::format("({},{},{})", sql::hex_literal(claim_hash(scope, keys[i])), batch_id, job_id);
   }
   try {
-    uint64_t n = conn.execute(fmt::format(
-        "INSERT INTO {} (job_id, run_id, batch_no, root_scope, root_key_hash, root_key, state) VALUES {}",
-        table("log"), values));
+    uint64_t n = conn.execute(fmt::format("INSERT INTO {} (claim, batch_id, job_id) VALUES {}", table("claims"), values));
     if (n != keys.size()) preempted("claiming roots", n, keys.size());
   } catch (const db::DbError& e) {
     if (!e.duplicate_key()) throw;
@@ -255,69 +274,95 @@ void Registry::insert_claims(db::Connection& conn, unsigned long long job_id, un
                             "rerun that job so its recovery finishes its work",
                             m_schema));
   }
+  return batch_id;
 }
 
-void Registry::adopt(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
-                     const std::vector<unsigned long long>& ids) const {
-  if (ids.empty()) return;
-  std::string list;
-  for (size_t i = 0; i < ids.size(); ++i) list += (i ? "," : "") + std::to_string(ids[i]);
+unsigned Registry::adopt(db::Connection& conn, unsigned long long batch_id, unsigned long long run_id,
+                         unsigned batch_no, unsigned version) const {
   uint64_t n = conn.execute(fmt::format(
       "UPDATE {} SET run_id = {}, batch_no = {}, version = version + 1, updated_at = NOW(6) "
-      "WHERE job_id = {} AND id IN ({}) AND state IN ('copied', 'deleting')",
-      table("log"), run_id, batch_no, job_id, list));
-  if (n != ids.size()) preempted("adopting unfinished roots", n, ids.size());
+      "WHERE id = {} AND version = {} AND state IN ('copied', 'deleting')",
+      table("batches"), run_id, batch_no, batch_id, version));
+  if (n != 1) preempted("adopting an unfinished batch", n, 1);
+  return version + 1;
 }
 
-void Registry::transition(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
-                          unsigned batch_no, const std::vector<std::string>& from, const std::string& to,
-                          size_t expected) const {
+unsigned Registry::transition(db::Connection& conn, unsigned long long batch_id, const std::vector<std::string>& from,
+                              const std::string& to, unsigned version, unsigned changed) const {
   uint64_t n = conn.execute(fmt::format(
-      "UPDATE {} SET state = {}, version = version + 1, updated_at = NOW(6) WHERE job_id = {} AND run_id = {} AND "
-      "batch_no = {} AND state IN ({})",
-      table("log"), sql::quote(to), job_id, run_id, batch_no, in_list(from)));
-  if (n != expected) preempted(fmt::format("marking batch {} {}", batch_no, to), n, expected);
+      "UPDATE {} SET state = {}, changed = {}, version = version + 1, updated_at = NOW(6) WHERE id = {} AND "
+      "version = {} AND state IN ({})",
+      table("batches"), sql::quote(to), changed, batch_id, version, in_list(from)));
+  if (n != 1) preempted(fmt::format("marking batch {} {}", batch_id, to), n, 1);
+  return version + 1;
 }
 
-void Registry::transition_keys(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
-                               unsigned batch_no, const std::vector<std::string>& hashes, const std::string& from,
-                               const std::string& to) const {
+void Registry::release_claims(db::Connection& conn, unsigned long long batch_id,
+                              const std::vector<std::string>& claims) const {
+  if (claims.empty()) return;
+  uint64_t n = conn.execute(fmt::format("DELETE FROM {} WHERE claim IN ({}) AND batch_id = {}", table("claims"),
+                                        hex_list(claims), batch_id));
+  if (n != claims.size()) preempted(fmt::format("releasing the claims of batch {}", batch_id), n, claims.size());
+}
+
+void Registry::mark_roots(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes,
+                          const std::string& state) const {
   if (hashes.empty()) return;
-  uint64_t n = conn.execute(fmt::format(
-      "UPDATE {} SET state = {}, version = version + 1, updated_at = NOW(6) WHERE job_id = {} AND run_id = {} AND "
-      "batch_no = {} AND state = {} AND root_key_hash IN ({})",
-      table("log"), sql::quote(to), job_id, run_id, batch_no, sql::quote(from), hex_list(hashes)));
-  if (n != hashes.size()) preempted(fmt::format("marking roots {}", to), n, hashes.size());
+  std::string values;
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    if (i) values += ',';
+    values += fmt::format("({},{},{})", job_id, sql::hex_literal(hashes[i]), sql::quote(state));
+  }
+  // A duplicate key is an answer: the root already has a mark, which now says `state`.
+  conn.execute(fmt::format("INSERT INTO {} (job_id, root_key_hash, state) VALUES {} ON DUPLICATE KEY UPDATE "
+                           "state = VALUES(state), updated_at = NOW(6)",
+                           table("root_marks"), values));
 }
 
-std::vector<LogRow> Registry::unfinished(db::Connection& conn, unsigned long long job_id, unsigned long long after_id,
-                                         size_t limit) const {
-  db::RowSet r = conn.query(fmt::format(
-      "SELECT id, state, root_key FROM {} WHERE job_id = {} AND state IN ('copied', 'deleting') AND id > {} "
-      "ORDER BY id LIMIT {}",
-      table("log"), job_id, after_id, limit));
-  std::vector<LogRow> out;
-  for (size_t i = 0; i < r.rows(); ++i) out.push_back(LogRow{std::stoull(r.cell(i, 0)), r.cell(i, 1), r.cell(i, 2)});
+std::vector<std::string> Registry::marked(db::Connection& conn, unsigned long long job_id,
+                                          const std::vector<std::string>& hashes, const std::string& state) const {
+  std::vector<std::string> out;
+  if (hashes.empty()) return out;
+  db::RowSet r = conn.query(fmt::format("SELECT root_key_hash FROM {} WHERE job_id = {} AND root_key_hash IN ({}) AND "
+                                        "state = {}",
+                                        table("root_marks"), job_id, hex_list(hashes), sql::quote(state)));
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
   return out;
 }
 
-std::vector<std::string> Registry::keys_in_state(db::Connection& conn, unsigned long long job_id,
-                                                 const std::vector<std::string>& hashes,
-                                                 const std::string& state) const {
-  std::vector<std::string> out;
-  if (hashes.empty()) return out;
-  db::RowSet r = conn.query(fmt::format("SELECT DISTINCT root_key_hash FROM {} WHERE job_id = {} AND root_key_hash IN "
-                                        "({}) AND state = {}",
-                                        table("log"), job_id, hex_list(hashes), sql::quote(state)));
-  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+unsigned long long Registry::count_marked(db::Connection& conn, unsigned long long job_id,
+                                          const std::string& state) const {
+  return std::stoull(conn.scalar(fmt::format("SELECT COUNT(*) FROM {} WHERE job_id = {} AND state = {}",
+                                             table("root_marks"), job_id, sql::quote(state)))
+                         .value_or("0"));
+}
+
+void Registry::unmark(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes) const {
+  if (hashes.empty()) return;
+  conn.execute(fmt::format("DELETE FROM {} WHERE job_id = {} AND root_key_hash IN ({})", table("root_marks"), job_id,
+                           hex_list(hashes)));
+}
+
+std::vector<BatchRow> Registry::unfinished_batches(db::Connection& conn, unsigned long long job_id,
+                                                   unsigned long long after_id, size_t limit) const {
+  db::RowSet r = conn.query(fmt::format(
+      "SELECT id, state, version, root_keys FROM {} WHERE job_id = {} AND unfinished = 1 AND id > {} ORDER BY id "
+      "LIMIT {}",
+      table("batches"), job_id, after_id, limit));
+  std::vector<BatchRow> out;
+  for (size_t i = 0; i < r.rows(); ++i) {
+    out.push_back(BatchRow{std::stoull(r.cell(i, 0)), r.cell(i, 1), static_cast<unsigned>(std::stoul(r.cell(i, 2))),
+                           unpack_keys(r.cell(i, 3))});
+  }
   return out;
 }
 
 std::pair<unsigned long long, unsigned long long> Registry::unfinished_counts(db::Connection& conn,
                                                                               unsigned long long job_id) const {
-  db::RowSet r = conn.query(fmt::format("SELECT IFNULL(SUM(state = 'copied'), 0), IFNULL(SUM(state = 'deleting'), 0) "
-                                        "FROM {} WHERE job_id = {} AND state IN ('copied', 'deleting')",
-                                        table("log"), job_id));
+  db::RowSet r = conn.query(fmt::format("SELECT IFNULL(SUM(IF(state = 'copied', roots, 0)), 0), "
+                                        "IFNULL(SUM(IF(state = 'deleting', roots, 0)), 0) FROM {} "
+                                        "WHERE job_id = {} AND unfinished = 1",
+                                        table("batches"), job_id));
   return {std::stoull(r.cell(0, 0)), std::stoull(r.cell(0, 1))};
 }
 
@@ -325,11 +370,10 @@ unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_
   unsigned long long total = 0;
   for (int round = 0; round < 1000; ++round) {
     uint64_t n = conn.execute(fmt::format(
-        "DELETE FROM {} WHERE state IN ('done', 'refreshed') AND updated_at < NOW(6) - INTERVAL {} SECOND AND "
-        "job_id = {} LIMIT 5000",
-        table("log"), static_cast<long long>(retention_days * 86400), job_id));
+        "DELETE FROM {} WHERE job_id = {} AND state = 'done' AND updated_at < NOW(6) - INTERVAL {} SECOND LIMIT 1000",
+        table("batches"), job_id, static_cast<long long>(retention_days * 86400)));
     total += n;
-    if (n < 5000) break;
+    if (n < 1000) break;
   }
   return total;
 }
@@ -341,12 +385,13 @@ std::vector<GuardHit> Registry::guard_candidates(db::Connection& conn, unsigned 
   db::RowSet r = conn.query(fmt::format(
       "SELECT j.id, j.name, j.status, IFNULL({}, 0), j.source_flavor, j.source_host, j.source_port, "
       "j.source_database, j.source_server_id, IFNULL(j.source_server_uuid, ''), j.source_gtid_domain, "
-      "(SELECT COUNT(*) FROM {} l WHERE l.job_id = j.id AND l.state = 'copied'), "
-      "(SELECT COUNT(*) FROM {} l WHERE l.job_id = j.id AND l.state = 'deleting'), "
+      "(SELECT IFNULL(SUM(b.roots), 0) FROM {} b WHERE b.job_id = j.id AND b.unfinished = 1 AND b.state = 'copied'), "
+      "(SELECT IFNULL(SUM(b.roots), 0) FROM {} b WHERE b.job_id = j.id AND b.unfinished = 1 AND b.state = 'deleting'), "
       "(SELECT GROUP_CONCAT(CONCAT(t.database_name, '.', t.table_name) ORDER BY t.table_name SEPARATOR ', ') "
       "   FROM {} t WHERE t.job_id = j.id AND t.table_key IN ({})) "
       "FROM {} j WHERE j.id <> {} AND j.id IN (SELECT job_id FROM {} WHERE table_key IN ({})) ORDER BY j.name",
-      "(j." + std::string(k_live_expr).substr(1), table("log"), table("log"), table("job_tables"), in_list(table_keys),
+      "(j." + std::string(k_live_expr).substr(1), table("batches"), table("batches"), table("job_tables"),
+      in_list(table_keys),
       table("jobs"), self_job_id, table("job_tables"), in_list(table_keys)));
   for (size_t i = 0; i < r.rows(); ++i) {
     GuardHit h;

@@ -35,11 +35,19 @@ struct GuardHit {
   guard::SourceIdentity source;
 };
 
-struct LogRow {
+// An unfinished batch of the log, for recovery.
+struct BatchRow {
   unsigned long long id = 0;
   std::string state;
-  std::string root_key;  // encoded
+  unsigned version = 0;
+  std::vector<std::string> root_keys;  // encoded keys
 };
+
+// The batch's root keys as one blob (u32 length + encoded key, per root) and back.
+std::string pack_keys(const std::vector<RootKey>& keys);
+std::vector<std::string> unpack_keys(const std::string& blob);
+// The claim of a root (I2): a hash over the root's scope (source, database, root table) and its key.
+std::string claim_hash(const std::string& scope, const RootKey& key);
 
 class Registry {
 public:
@@ -70,27 +78,33 @@ public:
   void finish_run(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, const std::string& status,
                   int exit_code, const std::string& reason, const std::string& summary_json) const;
 
-  // Claims roots for a batch (I2): one INSERT; a duplicate key means another job holds an unfinished claim.
-  void insert_claims(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
-                     const std::string& scope, const std::vector<RootKey>& keys, const std::string& state) const;
-  // Adopts unfinished log rows into this run's batch (recovery), guarded by their state.
-  void adopt(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
-             const std::vector<unsigned long long>& ids) const;
-  // Moves every row of a batch from `from` states to `to`; throws unless exactly `expected` rows moved.
-  void transition(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
-                  const std::vector<std::string>& from, const std::string& to, size_t expected) const;
-  // Moves the batch rows of these root hashes from `from` to `to` (e.g. deleting -> changed).
-  void transition_keys(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, unsigned batch_no,
-                       const std::vector<std::string>& hashes, const std::string& from, const std::string& to) const;
-  // Unfinished log rows of a job, in id order after `after_id`.
-  std::vector<LogRow> unfinished(db::Connection& conn, unsigned long long job_id, unsigned long long after_id,
-                                 size_t limit) const;
-  // Of these root hashes, those this job has in `state`.
-  std::vector<std::string> keys_in_state(db::Connection& conn, unsigned long long job_id,
-                                         const std::vector<std::string>& hashes, const std::string& state) const;
+  // Claims a batch (I2, guarded write first): inserts the batch row in `state`, then one claim per root; a
+  // duplicate claim means another job holds one of these roots as unfinished work. Returns the batch id.
+  unsigned long long claim_batch(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
+                                 unsigned batch_no, const std::string& scope, const std::vector<RootKey>& keys,
+                                 const std::string& state) const;
+  // Adopts an unfinished batch into this run (recovery); guarded by its version. Returns the new version.
+  unsigned adopt(db::Connection& conn, unsigned long long batch_id, unsigned long long run_id, unsigned batch_no,
+                 unsigned version) const;
+  // Moves a batch from one of `from` to `to`, guarded by state and version (I6). Returns the new version.
+  unsigned transition(db::Connection& conn, unsigned long long batch_id, const std::vector<std::string>& from,
+                      const std::string& to, unsigned version, unsigned changed = 0) const;
+  // Deletes the claims of a finished batch; throws unless exactly `claims.size()` rows went.
+  void release_claims(db::Connection& conn, unsigned long long batch_id, const std::vector<std::string>& claims) const;
+  // Per-root marks ('changed', 'copied'): set, read back for a set of roots, count, remove.
+  void mark_roots(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes,
+                  const std::string& state) const;
+  std::vector<std::string> marked(db::Connection& conn, unsigned long long job_id,
+                                  const std::vector<std::string>& hashes, const std::string& state) const;
+  unsigned long long count_marked(db::Connection& conn, unsigned long long job_id, const std::string& state) const;
+  void unmark(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes) const;
+  // Unfinished batches of a job, in id order after `after_id`.
+  std::vector<BatchRow> unfinished_batches(db::Connection& conn, unsigned long long job_id,
+                                           unsigned long long after_id, size_t limit) const;
+  // Unfinished roots of a job: (in copied batches, in deleting batches).
   std::pair<unsigned long long, unsigned long long> unfinished_counts(db::Connection& conn,
                                                                       unsigned long long job_id) const;
-  // Deletes finished log rows older than the retention, in small chunks.
+  // Deletes done batches older than the retention, in small chunks.
   unsigned long long prune(db::Connection& conn, unsigned long long job_id, double retention_days) const;
 
   // Other jobs sharing one of `table_keys` that are running or hold unfinished roots.

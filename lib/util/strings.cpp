@@ -86,7 +86,9 @@ double parse_duration(std::string_view text, std::string_view what) {
     }
     double value = 0;
     try {
-      value = std::stod(t.substr(i, j - i));
+      size_t used = 0;
+      value = std::stod(t.substr(i, j - i), &used);
+      if (used != j - i) throw std::invalid_argument("trailing characters");
     } catch (const std::exception&) {
       throw ConfigError(fmt::format("{}: \"{}\" is not a duration; write it like 90s, 15m or 2h", what, t));
     }

@@ -11,6 +11,7 @@ invariant check that every fault test ends with.
     sc.assert_invariant(before, relations=[])
 """
 
+import json
 import os
 import subprocess
 import tempfile
@@ -111,6 +112,16 @@ class Scenario:
         return Result(subprocess.run([BIN, *args], capture_output=True, text=True, env=e, timeout=timeout,
                                      input=input))
 
+    def job(self, command, cfg, job="j", *args, env=None):
+        """`goarchive COMMAND -c CFG -j JOB --no-progress ARGS...`."""
+        return self.run(command, "-c", cfg, "-j", job, "--no-progress", *args, env=env)
+
+    def jobs_json(self, cfg):
+        """`goarchive jobs -c CFG --format json`, parsed: {job name: job object}."""
+        r = self.run("jobs", "-c", cfg, "--format", "json")
+        self.test.assertEqual(r.rc, 0, r)
+        return {j["job"]: j for j in json.loads(r.out)["jobs"]}
+
     def start(self, *args, env=None):
         """Starts goarchive in the background; returns the Popen (text pipes)."""
         e = dict(os.environ)
@@ -124,10 +135,45 @@ class Scenario:
         pk = gatest.primary_key(server, db, table)
         cols = gatest.columns(server, db, table)
         idx = [cols.index(c) for c in pk]
+        # An explicit column list: SELECT * leaves out INVISIBLE columns (MariaDB).
+        cols_sql = ", ".join(gatest.quote_ident(c) for c in cols)
         out = {}
-        for row in gatest.sql(server, f"SELECT * FROM {gatest.quote_ident(db)}.{gatest.quote_ident(table)}"):
+        for row in gatest.sql(server, f"SELECT {cols_sql} FROM {gatest.quote_ident(db)}.{gatest.quote_ident(table)}"):
             out[tuple(row[i] for i in idx)] = tuple(row)
         return out
+
+    def raw_rows(self, server, table):
+        """{primary key tuple: row} of TABLE on SERVER with every column (invisible and generated ones too) as the
+        exact bytes the server sends for it (CAST(.. AS BINARY), session time_zone +00:00), NULL as None."""
+        db = self.src_db if server == "source" else self.dst_db
+        q = gatest.quote_ident
+        pk = gatest.primary_key(server, db, table)
+        cols = gatest.columns(server, db, table)
+        idx = [cols.index(c) for c in pk]
+        conn = gatest.connect(server, db)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET time_zone = '+00:00'")
+                cur.execute(f"SELECT {', '.join(f'CAST({q(c)} AS BINARY)' for c in cols)} FROM {q(db)}.{q(table)}")
+                return {tuple(r[i] for i in idx): tuple(r) for r in cur.fetchall()}
+        finally:
+            conn.close()
+
+    def state(self):
+        """A fingerprint of everything this scenario owns on both servers: (row count, checksum) of every table of
+        the source and destination databases, and whether the job_schema database exists."""
+        out = {}
+        for server, db in (("source", self.src_db), ("destination", self.dst_db)):
+            tables = [r[0] for r in gatest.sql(server, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE "
+                                                       "TABLE_SCHEMA=%s AND TABLE_TYPE='BASE TABLE' ORDER BY 1", (db,))]
+            for t in tables:
+                out[(server, t)] = gatest.checksum_table(server, db, t)
+        out["job_schema exists"] = self.job_schema_exists()
+        return out
+
+    def job_schema_exists(self):
+        return bool(gatest.sql("destination", "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=%s",
+                               (self.job_schema,))[0][0])
 
     def snapshot(self, tables):
         """The source's rows of every table, to compare against after a run."""
@@ -162,8 +208,9 @@ class Scenario:
     def unfinished(self):
         """Unfinished roots (copied or deleting) in this scenario's registry."""
         try:
-            return gatest.sql("destination", f"SELECT COUNT(*) FROM {gatest.quote_ident(self.job_schema)}.log "
-                                             "WHERE state IN ('copied','deleting')")[0][0]
+            return int(gatest.sql("destination", f"SELECT IFNULL(SUM(roots), 0) FROM "
+                                                 f"{gatest.quote_ident(self.job_schema)}.batches "
+                                                 "WHERE state IN ('copied','deleting')")[0][0])
         except Exception:  # no registry yet
             return 0
 
