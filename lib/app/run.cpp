@@ -196,6 +196,20 @@ void check_guard(const tracking::Registry& registry, db::Connection& dst, unsign
   throw Error(msg);
 }
 
+// The optimizer's estimate of the roots to archive (EXPLAIN: no scan), for the progress display's ETA.
+unsigned long long estimate_roots(db::Connection& src, const config::Config& cfg, const config::Job& job) {
+  try {
+    db::RowSet r = src.query(fmt::format("EXPLAIN SELECT 1 FROM {} WHERE ({})",
+                                         sql::qualified(cfg.source.database, job.root_table), job.where));
+    for (size_t c = 0; c < r.cols(); ++c) {
+      if (r.names()[c] == "rows" && r.rows() > 0 && !r.is_null(0, c)) return std::stoull(r.cell(0, c));
+    }
+  } catch (const std::exception& e) {
+    spdlog::debug("no row estimate: {}", e.what());
+  }
+  return 0;
+}
+
 }  // namespace
 
 pipeline::Mode to_pipeline(int mode) {
@@ -265,7 +279,8 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
 
   // batch_loop
   replication::Gate gate(cfg.replication);
-  report::Progress progress(options.progress, ::isatty(STDERR_FILENO) != 0, job.processing.progress_interval, 0);
+  report::Progress progress(options.progress, ::isatty(STDERR_FILENO) != 0, job.processing.progress_interval,
+                            estimate_roots(*src, cfg, job));
   std::string reason = "finished";
   int exit_code = k_exit_ok;
   pipeline::Stats stats;

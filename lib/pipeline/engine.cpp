@@ -143,7 +143,7 @@ std::string Engine::in_clause(const std::vector<std::string>& cols, const std::v
 // ---------------------------------------------------------------------------------------------------------------
 // Root selection
 
-std::vector<std::vector<std::string>> Engine::select_roots(const std::vector<std::string>* after, size_t limit) {
+std::string Engine::keyset_query(const std::vector<std::string>* after, const std::string& columns) const {
   const TableMeta& root = m_tables[0];
   std::vector<bool> bin;
   for (size_t i : root.key_idx) bin.push_back(root.binary[i]);
@@ -158,21 +158,69 @@ std::vector<std::vector<std::string>> Engine::select_roots(const std::vector<std
   // A plain, non-locking read (seed 000, I3): the application's writes are never blocked by it. FORCE INDEX
   // keeps the walk on the primary key: an index on the `where` column would otherwise make every batch sort
   // all remaining cold rows (pt-archiver forces the index for the same reason).
-  std::string q = fmt::format("SELECT {} FROM {} FORCE INDEX (PRIMARY) WHERE {} ORDER BY {} LIMIT {}",
-                              sql::ident_list(root.key_cols), root.source_name, cond, order, limit);
-  if (root.key_cols != root.source.primary_key) {
-    q = fmt::format("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT {}", sql::ident_list(root.key_cols),
-                    root.source_name, cond, order, limit);
-  }
-  db::RowSet r = m_src.query(q);
-  std::vector<std::vector<std::string>> out;
-  out.reserve(r.rows());
-  for (size_t i = 0; i < r.rows(); ++i) {
+  bool on_primary = root.key_cols == root.source.primary_key;
+  return fmt::format("SELECT {} FROM {}{} WHERE {} ORDER BY {} LIMIT {}", columns, root.source_name,
+                     on_primary ? " FORCE INDEX (PRIMARY)" : "", cond, order, m_job.processing.batch_size);
+}
+
+void Engine::read_new_batch(Batch& batch, const std::vector<std::string>* after) {
+  const TableMeta& root = m_tables[0];
+  batch.tables.assign(m_tables.size(), TableBatch{});
+  m_src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  db::Transaction snapshot(m_src, true, true);
+  db::RowSet rows = m_src.query(keyset_query(after, root.select_list));
+  std::vector<size_t> keep;
+  for (size_t r = 0; r < rows.rows(); ++r) {
     std::vector<std::string> key;
-    for (size_t c = 0; c < r.cols(); ++c) key.push_back(r.cell(i, c));
-    out.push_back(std::move(key));
+    for (size_t i : root.key_idx) key.push_back(rows.cell(r, i));
+    batch.roots.push_back(tracking::encode_key(key));
+    batch.root_keys.push_back(std::move(key));
   }
-  return out;
+  if (!batch.root_keys.empty()) m_next_after = batch.root_keys.back();
+  if (m_mode == Mode::copy_only && !batch.roots.empty()) {
+    // Roots this job copied before are not copied again.
+    std::vector<std::string> hashes;
+    for (const auto& r : batch.roots) hashes.push_back(r.hash);
+    auto done = m_registry.marked(m_dst, m_job_id, hashes, "copied");
+    std::set<std::string> skip(done.begin(), done.end());
+    std::vector<std::vector<std::string>> keys;
+    std::vector<tracking::RootKey> roots;
+    for (size_t i = 0; i < batch.roots.size(); ++i) {
+      if (skip.count(batch.roots[i].hash)) continue;
+      keep.push_back(i);
+      keys.push_back(batch.root_keys[i]);
+      roots.push_back(batch.roots[i]);
+    }
+    batch.root_keys = std::move(keys);
+    batch.roots = std::move(roots);
+  } else {
+    for (size_t i = 0; i < rows.rows(); ++i) keep.push_back(i);
+  }
+  TableBatch& tb = batch.tables[0];
+  tb.rows.set_columns(root.columns);
+  for (size_t i = 0; i < keep.size(); ++i) {
+    size_t r = keep[i];
+    for (size_t c = 0; c < rows.cols(); ++c) {
+      if (rows.is_null(r, c)) tb.rows.push_null();
+      else tb.rows.push(rows.cell(r, c));
+    }
+    tb.root_of.push_back(static_cast<int>(i));
+    tb.by_key[batch.roots[i].encoded] = i;
+    tb.key.push_back(batch.roots[i].encoded);
+  }
+  discover(m_src, false, batch, false);
+  snapshot.commit();
+  batch.loaded = true;
+}
+
+void Engine::read_snapshot(Batch& batch) {
+  // One consistent snapshot for the whole tree: every table is read as of the same instant, without locks.
+  m_src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  db::Transaction snapshot(m_src, true, true);
+  load_roots(m_src, m_tables[0].source_name, batch, false);
+  discover(m_src, false, batch, false);
+  snapshot.commit();
+  batch.loaded = true;
 }
 
 // Reads the root rows of the batch by exact key from `table_name` (source or destination).
@@ -563,19 +611,12 @@ void Engine::remove(Batch& batch) {
 // The batch
 
 void Engine::process(Batch& batch) {
-  batch.tables.resize(m_tables.size());
+  if (!batch.loaded) batch.tables.assign(m_tables.size(), TableBatch{});
   batch.claims.clear();
   for (const auto& r : batch.roots) batch.claims.push_back(tracking::claim_hash(m_scope, r));
   spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
   auto t0 = Clock::now();
-  {
-    // One consistent snapshot for the whole tree: every table is read as of the same instant, without locks.
-    m_src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-    db::Transaction snapshot(m_src, true, true);
-    load_roots(m_src, m_tables[0].source_name, batch, false);
-    discover(m_src, false, batch, false);
-    snapshot.commit();
-  }
+  if (!batch.loaded) read_snapshot(batch);
   m_stats.t_select += since(t0);
   bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
   if (sha) compute_digests(batch);
@@ -656,35 +697,15 @@ bool Engine::batch_loop() {
     if (!m_hooks.boundary("batch")) return false;
     if (m_mode != Mode::copy_only) m_hooks.gate("batch");
     auto t0 = Clock::now();
-    auto keys = select_roots(last ? &*last : nullptr, static_cast<size_t>(m_job.processing.batch_size));
-    m_stats.t_select += since(t0);
-    if (keys.empty()) return true;
-    std::vector<std::string> next = keys.back();
     Batch batch;
+    m_next_after.clear();
+    read_new_batch(batch, last ? &*last : nullptr);
+    m_stats.t_select += since(t0);
+    if (m_next_after.empty()) return true;  // no root left
+    last = m_next_after;
+    if (batch.roots.empty()) continue;  // copy-only: every root of this range was copied before
     batch.no = ++m_batch_no;
-    for (auto& k : keys) {
-      batch.roots.push_back(tracking::encode_key(k));
-      batch.root_keys.push_back(std::move(k));
-    }
-    if (m_mode == Mode::copy_only) {
-      // Roots this job copied before are not copied again.
-      std::vector<std::string> hashes;
-      for (const auto& r : batch.roots) hashes.push_back(r.hash);
-      auto done = m_registry.marked(m_dst, m_job_id, hashes, "copied");
-      if (!done.empty()) {
-        std::set<std::string> skip(done.begin(), done.end());
-        Batch kept;
-        kept.no = batch.no;
-        for (size_t i = 0; i < batch.roots.size(); ++i) {
-          if (skip.count(batch.roots[i].hash)) continue;
-          kept.roots.push_back(batch.roots[i]);
-          kept.root_keys.push_back(batch.root_keys[i]);
-        }
-        batch = std::move(kept);
-      }
-    }
-    if (!batch.roots.empty()) process(batch);
-    last = std::move(next);
+    process(batch);
   }
 }
 

@@ -62,6 +62,7 @@ struct Batch {
   unsigned long long id = 0;  // row in the registry's batches table
   unsigned version = 0;       // its version, the guard of every transition
   bool recovery = false;
+  bool loaded = false;        // tables already read (in one snapshot) by read_new_batch
   std::vector<std::vector<std::string>> root_keys;  // key values per root
   std::vector<tracking::RootKey> roots;             // encoded + hash
   std::vector<std::string> claims;                  // claim hash per root
@@ -95,7 +96,10 @@ private:
   bool recover();
   bool batch_loop();
   void process(Batch& batch);
-  std::vector<std::vector<std::string>> select_roots(const std::vector<std::string>* after, size_t limit);
+  // Reads the next batch after `after` in key order: root rows by keyset, then their trees, in one snapshot.
+  void read_new_batch(Batch& batch, const std::vector<std::string>* after);
+  void read_snapshot(Batch& batch);
+  std::string keyset_query(const std::vector<std::string>* after, const std::string& columns) const;
   void load_roots(db::Connection& conn, const std::string& table_name, Batch& batch, bool for_update);
   void discover(db::Connection& conn, bool destination, Batch& batch, bool for_update);
   void compute_digests(Batch& batch);
@@ -126,7 +130,8 @@ private:
   Hooks m_hooks;
   Stats m_stats;
   unsigned m_batch_no = 0;
-  bool m_has_changed_marks = false;  // this job left changed roots in the source on an earlier run
+  bool m_has_changed_marks = false;
+  std::vector<std::string> m_next_after;  // key of the last root the latest keyset read returned  // this job left changed roots in the source on an earlier run
 };
 
 }  // namespace goarchive::pipeline

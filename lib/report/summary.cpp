@@ -122,8 +122,9 @@ void Progress::update(const pipeline::Stats& s, const std::string& state) {
   std::string pct = m_estimate ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(std::min(s.roots, m_estimate)) /
                                                             static_cast<double>(m_estimate))
                                : "-";
-  std::string line = fmt::format("{} | roots {}/{} ({}) | rows {} | {:.0f} rows/s | batch {} | ETA {}", state, s.roots,
-                                 m_estimate, pct, rows, rate, s.batches, eta);
+  std::string of = m_estimate ? fmt::format("/~{}", m_estimate) : "";
+  std::string line = fmt::format("{} | roots {}{} ({}) | rows {} | {:.0f} rows/s | batch {} | ETA {}", state, s.roots,
+                                 of, pct, rows, rate, s.batches, eta);
   if (m_terminal) {
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     std::fflush(stderr);
