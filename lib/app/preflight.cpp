@@ -38,13 +38,18 @@ public:
       return m_report;
     }
     for (const auto& n : m_tree.nodes()) m_report.source_tables.push_back(schema::read_table(m_src, sdb, n.table));
-    bool tables_ok = true;
-    for (const auto& t : m_report.source_tables) tables_ok &= check_source_table(t);
-    if (!tables_ok) return m_report;
-    check_keys_and_relations();
-    check_foreign_keys();
-    check_where();
-    check_source_privileges();
+    // Every check runs that can: validate reports every failure, not just the first.
+    bool all_exist = true, all_keyed = true;
+    for (const auto& t : m_report.source_tables) {
+      all_exist &= check_source_table(t);
+      all_keyed &= !t.primary_key.empty();
+    }
+    if (all_exist) {
+      if (all_keyed) check_keys_and_relations();
+      check_foreign_keys();
+      check_where();
+      check_source_privileges();
+    }
     check_connections(m_src, 2, "source");
     if (m_mode != pipeline::Mode::purge && m_dst) check_destination();
     if (m_dst) {
@@ -64,7 +69,6 @@ private:
       fail(fmt::format("table {} does not exist on the source; fix the table name in [jobs.{}]", name(t), m_job.name));
       return false;
     }
-    bool ok = true;
     if (t.table_type != "BASE TABLE") {
       fail(fmt::format("{} is a {}, not a base table: goarchive archives base tables only; name the underlying table",
                        name(t), ascii_lower(t.table_type)));
@@ -74,13 +78,11 @@ private:
       fail(fmt::format("table {} uses the {} engine: goarchive needs InnoDB transactions to copy and delete safely; "
                        "run ALTER TABLE {} ENGINE=InnoDB",
                        name(t), t.engine, sql::qualified(t.database, t.name)));
-      ok = false;
     }
     if (t.primary_key.empty()) {
       fail(fmt::format("table {} has no primary key: goarchive copies, verifies and deletes rows by exact key; add "
                        "one with ALTER TABLE {} ADD PRIMARY KEY (...)",
                        name(t), sql::qualified(t.database, t.name)));
-      ok = false;
     }
     for (const auto& c : t.columns) {
       static const std::set<std::string> spatial = {"geometry", "point", "linestring", "polygon", "multipoint",
@@ -89,16 +91,14 @@ private:
         fail(fmt::format("column {}.{} has the spatial type {}, which goarchive does not copy; leave the table out "
                          "of the job",
                          name(t), c.name, c.data_type));
-        ok = false;
       }
     }
     if (deletes() && t.has_trigger("DELETE")) {
       fail(fmt::format("table {} has a DELETE trigger on the source: archiving would fire it for every row; drop or "
                        "disable the trigger, or run copy-only",
                        name(t)));
-      ok = false;
     }
-    return ok;
+    return true;
   }
 
   void check_keys_and_relations() {

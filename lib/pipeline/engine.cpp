@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
 #include <set>
 
 #include <fmt/format.h>
@@ -73,7 +78,10 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
     };
     m.key_cols = i == 0 && !job.primary_key.empty() ? job.primary_key : m.source.primary_key;
     for (const auto& k : m.key_cols) m.key_idx.push_back(pos(k));
-    for (const auto& f : m.node.foreign_key) m.fk_idx.push_back(pos(f));
+    for (const auto& f : m.node.foreign_key) {
+      m.fk_idx.push_back(pos(f));
+      if (const schema::Column* col = m.source.column(f); col && !col->collation.empty()) m.collated_fk = true;
+    }
     m.select_list = sql::ident_list(m.columns);
     out.push_back(std::move(m));
   }
@@ -140,6 +148,11 @@ std::string Engine::in_clause(const std::vector<std::string>& cols, const std::v
   return sql::key_in(cols, keys);
 }
 
+std::string Engine::in_clause_alias(const std::vector<std::string>& cols, const std::vector<sql::KeyLiterals>& keys,
+                                    const std::string& alias) const {
+  return sql::key_in(cols, keys, alias);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Root selection
 
@@ -163,7 +176,7 @@ std::string Engine::keyset_query(const std::vector<std::string>* after, const st
                      on_primary ? " FORCE INDEX (PRIMARY)" : "", cond, order, m_job.processing.batch_size);
 }
 
-void Engine::read_new_batch(Batch& batch, const std::vector<std::string>* after) {
+void Engine::read_new_batch(Batch& batch, const std::vector<std::string>* after, bool filter_copied) {
   const TableMeta& root = m_tables[0];
   batch.tables.assign(m_tables.size(), TableBatch{});
   m_src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
@@ -177,7 +190,7 @@ void Engine::read_new_batch(Batch& batch, const std::vector<std::string>* after)
     batch.root_keys.push_back(std::move(key));
   }
   if (!batch.root_keys.empty()) m_next_after = batch.root_keys.back();
-  if (m_mode == Mode::copy_only && !batch.roots.empty()) {
+  if (m_mode == Mode::copy_only && filter_copied && !batch.roots.empty()) {
     // Roots this job copied before are not copied again.
     std::vector<std::string> hashes;
     for (const auto& r : batch.roots) hashes.push_back(r.hash);
@@ -218,9 +231,56 @@ void Engine::read_snapshot(Batch& batch) {
   m_src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
   db::Transaction snapshot(m_src, true, true);
   load_roots(m_src, m_tables[0].source_name, batch, false);
+  if (batch.recovery) {
+    // A root that no longer matches `where` (the application revived it) is not archived by the recovery.
+    const TableMeta& root = m_tables[0];
+    TableBatch& tb = batch.tables[0];
+    batch.withdrawn.assign(batch.roots.size(), false);
+    std::vector<bool> bin;
+    for (size_t i : root.key_idx) bin.push_back(root.binary[i]);
+    for (size_t start = 0; start < tb.rows.rows(); start += chunk_rows()) {
+      std::vector<sql::KeyLiterals> keys;
+      for (size_t r = start; r < std::min(tb.rows.rows(), start + chunk_rows()); ++r) {
+        keys.push_back(literals(root, tb.rows, r, root.key_idx, bin));
+      }
+      db::RowSet out = m_src.query(fmt::format("SELECT {} FROM {} WHERE {} AND (({}) IS NOT TRUE)",
+                                               sql::ident_list(root.key_cols), root.source_name,
+                                               in_clause(root.key_cols, keys), m_job.where));
+      for (size_t r = 0; r < out.rows(); ++r) {
+        std::vector<size_t> all(out.cols());
+        for (size_t c = 0; c < all.size(); ++c) all[c] = c;
+        auto it = tb.by_key.find(encode_values(out, r, all));
+        if (it != tb.by_key.end() && tb.root_of[it->second] >= 0) {
+          batch.withdrawn[static_cast<size_t>(tb.root_of[it->second])] = true;
+        }
+      }
+    }
+    drop_roots(batch, batch.withdrawn);
+  }
   discover(m_src, false, batch, false);
   snapshot.commit();
   batch.loaded = true;
+}
+
+void Engine::drop_roots(Batch& batch, const std::vector<bool>& drop) {
+  if (std::none_of(drop.begin(), drop.end(), [](bool b) { return b; })) return;
+  for (auto& tb : batch.tables) {
+    if (tb.rows.cols() == 0) continue;
+    TableBatch kept;
+    kept.rows.set_columns(tb.rows.names());
+    for (size_t r = 0; r < tb.rows.rows(); ++r) {
+      int root = tb.root_of[r];
+      if (root >= 0 && static_cast<size_t>(root) < drop.size() && drop[static_cast<size_t>(root)]) continue;
+      for (size_t c = 0; c < tb.rows.cols(); ++c) {
+        if (tb.rows.is_null(r, c)) kept.rows.push_null();
+        else kept.rows.push(tb.rows.cell(r, c));
+      }
+      kept.root_of.push_back(root);
+      kept.by_key[tb.key[r]] = kept.key.size();
+      kept.key.push_back(tb.key[r]);
+    }
+    tb = std::move(kept);
+  }
 }
 
 // Reads the root rows of the batch by exact key from `table_name` (source or destination).
@@ -291,18 +351,42 @@ void Engine::discover(db::Connection& conn, bool destination, Batch& batch, bool
       }
     }
     const std::string& name = destination ? m.destination_name : m.source_name;
+    const std::string& parent_name = destination ? pm.destination_name : pm.source_name;
+    std::vector<std::string> row_parent;
+    std::string select = m.select_list, from = name, join;
+    if (m.collated_fk) {
+      select.clear();
+      for (size_t c = 0; c < m.columns.size(); ++c) select += (c ? ", c." : "c.") + sql::ident(m.columns[c]);
+      for (size_t k = 0; k < m.parent_ref_idx.size(); ++k) select += ", p." + sql::ident(pm.columns[m.parent_ref_idx[k]]);
+      from = name + " AS c";
+      join = " JOIN " + parent_name + " AS p ON ";
+      for (size_t k = 0; k < m.fk_idx.size(); ++k) {
+        join += (k ? " AND c." : "c.") + sql::ident(m.columns[m.fk_idx[k]]) + " = p." +
+                sql::ident(pm.columns[m.parent_ref_idx[k]]);
+      }
+    }
     for (size_t start = 0; start < values.size(); start += chunk_rows()) {
       std::vector<sql::KeyLiterals> chunk(values.begin() + static_cast<long>(start),
                                           values.begin() + static_cast<long>(std::min(values.size(), start + chunk_rows())));
-      std::string q = fmt::format("SELECT {} FROM {} WHERE {}{}", m.select_list, name,
-                                  in_clause(m.node.foreign_key, chunk), for_update ? " FOR UPDATE" : "");
+      std::string q = fmt::format("SELECT {} FROM {}{} WHERE {}{}", select, from, join,
+                                  in_clause_alias(m.node.foreign_key, chunk, m.collated_fk ? "c" : ""),
+                                  for_update ? " FOR UPDATE" : "");
+      size_t ncols = m.columns.size();
       conn.stream(q, [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
-        for (size_t c = 0; c < cols; ++c) tb.rows.push(cells[c], cells[c] ? lengths[c] : 0);
+        for (size_t c = 0; c < ncols; ++c) tb.rows.push(cells[c], cells[c] ? lengths[c] : 0);
+        if (m.collated_fk) {
+          std::string enc;
+          for (size_t c = ncols; c < cols; ++c) {
+            append_u32(enc, static_cast<uint32_t>(lengths[c]));
+            enc.append(cells[c], lengths[c]);
+          }
+          row_parent.push_back(std::move(enc));
+        }
       });
     }
     for (size_t r = 0; r < tb.rows.rows(); ++r) {
       std::string key = encode_row_key(m, tb.rows, r);
-      std::string fk = encode_values(tb.rows, r, m.fk_idx);
+      std::string fk = m.collated_fk ? row_parent[r] : encode_values(tb.rows, r, m.fk_idx);
       auto it = parent_root.find(fk);
       tb.root_of.push_back(it == parent_root.end() ? -1 : it->second);
       tb.by_key[key] = r;
@@ -329,13 +413,15 @@ void Engine::claim(Batch& batch) {
   batch.version = 1;
 }
 
-// In one destination transaction: the batch is done, its claims go, and roots left in the source are marked.
-void Engine::finish_batch(Batch& batch, const std::vector<std::string>& changed_hashes) {
+// In one destination transaction: the batch is done and its claims go. A root left in the source because it
+// changed after its copy loses its archived copy in the same transaction, so that no row is ever in both
+// servers; the next run archives its current version if it still matches `where`.
+void Engine::finish_batch(Batch& batch, const std::vector<int>& left_in_source) {
   db::Transaction tx(m_dst);
   batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "done", batch.version,
-                                        static_cast<unsigned>(changed_hashes.size()));
+                                        static_cast<unsigned>(left_in_source.size()));
   m_registry.release_claims(m_dst, batch.id, batch.claims);
-  m_registry.mark_roots(m_dst, m_job_id, changed_hashes, "changed");
+  if (m_mode == Mode::archive) refresh(batch, left_in_source);
   if (m_mode == Mode::copy_only) {
     std::vector<std::string> hashes;
     for (const auto& r : batch.roots) hashes.push_back(r.hash);
@@ -449,24 +535,20 @@ void Engine::copy(Batch& batch) {
     db::Transaction tx(m_dst);
     // Guarded write first (seed 000 §3.3): the claims in the log, then the rows.
     claim(batch);
-    std::vector<int> to_refresh;
-    std::vector<std::string> changed;
-    if (m_has_changed_marks) {
-      std::vector<std::string> hashes;
-      for (const auto& rk : batch.roots) hashes.push_back(rk.hash);
-      changed = m_registry.marked(m_dst, m_job_id, hashes, "changed");
-    }
-    std::set<std::string> changed_set(changed.begin(), changed.end());
-    std::set<int> present;
-    for (int r : batch.tables[0].root_of) present.insert(r);
-    for (size_t i = 0; i < batch.roots.size(); ++i) {
-      bool exists_in_source = present.count(static_cast<int>(i)) > 0;
-      if (exists_in_source && (batch.recovery || changed_set.count(batch.roots[i].hash))) {
-        to_refresh.push_back(static_cast<int>(i));
+    if (batch.recovery) {
+      // This job copied these roots before it stopped: replace that copy with the current version of each root
+      // that is still in the source, and drop the copy of a root that no longer matches `where`. A root gone
+      // from the source was deleted by the earlier run: its copy is the archive and stays.
+      std::vector<int> to_refresh;
+      std::set<int> present;
+      for (int r : batch.tables[0].root_of) present.insert(r);
+      for (size_t i = 0; i < batch.roots.size(); ++i) {
+        if (present.count(static_cast<int>(i)) || (i < batch.withdrawn.size() && batch.withdrawn[i])) {
+          to_refresh.push_back(static_cast<int>(i));
+        }
       }
+      refresh(batch, to_refresh);
     }
-    refresh(batch, to_refresh);
-    m_registry.unmark(m_dst, m_job_id, changed);
     for (int ni : m_copy_order) {
       const TableBatch& tb = batch.tables[static_cast<size_t>(ni)];
       std::vector<size_t> rows(tb.rows.rows());
@@ -531,18 +613,19 @@ void Engine::verify(Batch& batch) {
 // ---------------------------------------------------------------------------------------------------------------
 // Delete
 
-void Engine::remove(Batch& batch) {
+void Engine::remove_source(Batch& batch) {
   auto t0 = Clock::now();
   bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
   bool compare = m_mode == Mode::archive;
+  batch.deleted.assign(m_tables.size(), 0);
+  batch.dirty.assign(batch.roots.size(), false);
+  batch.reasons.clear();
   // Lock exactly the rows to delete, parent-first, at READ COMMITTED (record locks only, no gap locks), and
   // re-read them: a row changed or added since the copy marks its root dirty, and a dirty root is not deleted.
   Batch locked;
   locked.no = batch.no;
   locked.root_keys = batch.root_keys;
   locked.tables.resize(m_tables.size());
-  std::vector<bool> dirty(batch.roots.size(), false);
-  std::vector<std::string> reasons;
   db::Transaction tx(m_src);
   load_roots(m_src, m_tables[0].source_name, locked, true);
   discover(m_src, false, locked, true);
@@ -553,14 +636,16 @@ void Engine::remove(Batch& batch) {
       for (size_t r = 0; r < now.rows.rows(); ++r) {
         int root = now.root_of[r];
         if (root < 0) continue;
+        if (static_cast<size_t>(root) < batch.withdrawn.size() && batch.withdrawn[static_cast<size_t>(root)]) continue;
         auto it = copied.by_key.find(now.key[r]);
         bool changed = it == copied.by_key.end();
         if (!changed && sha) changed = row_digest(now.rows, r) != copied.digest[it->second];
-        if (changed && !dirty[static_cast<size_t>(root)]) {
-          dirty[static_cast<size_t>(root)] = true;
-          if (reasons.size() < 5) {
-            reasons.push_back(fmt::format("{} row {} {}", m_tables[t].node.table, to_hex(now.key[r]).substr(0, 24),
-                                          it == copied.by_key.end() ? "was added" : "changed"));
+        if (changed && !batch.dirty[static_cast<size_t>(root)]) {
+          batch.dirty[static_cast<size_t>(root)] = true;
+          if (batch.reasons.size() < 5) {
+            batch.reasons.push_back(fmt::format("{} row {} {}", m_tables[t].node.table,
+                                                to_hex(now.key[r]).substr(0, 24),
+                                                it == copied.by_key.end() ? "was added" : "changed"));
           }
         }
       }
@@ -575,13 +660,14 @@ void Engine::remove(Batch& batch) {
     auto flush = [&]() {
       if (keys.empty()) return;
       // By exact key only: no range locks, so the application's inserts are never blocked.
-      m_stats.tables[static_cast<size_t>(ni)].deleted +=
+      batch.deleted[static_cast<size_t>(ni)] +=
           m_src.execute(fmt::format("DELETE FROM {} WHERE {}", m.source_name, in_clause(m.key_cols, keys)));
       keys.clear();
     };
     for (size_t r = 0; r < tb.rows.rows(); ++r) {
       int root = tb.root_of[r];
-      if (root < 0 || dirty[static_cast<size_t>(root)]) continue;
+      if (root < 0 || batch.dirty[static_cast<size_t>(root)]) continue;
+      if (static_cast<size_t>(root) < batch.withdrawn.size() && batch.withdrawn[static_cast<size_t>(root)]) continue;
       keys.push_back(literals(m, tb.rows, r, m.key_idx, bin));
       if (keys.size() >= static_cast<size_t>(m_job.processing.delete_batch_size)) flush();
     }
@@ -591,33 +677,35 @@ void Engine::remove(Batch& batch) {
   m_hooks.before_commit();
   tx.commit();
   fault::point("after_delete_commit");
-  m_stats.t_delete += since(t0);
+  batch.t_delete = since(t0);
+}
 
-  std::vector<std::string> dirty_hashes;
-  for (size_t i = 0; i < dirty.size(); ++i) {
-    if (dirty[i]) dirty_hashes.push_back(batch.roots[i].hash);
+void Engine::complete(Batch& batch) {
+  std::vector<int> dirty_hashes;
+  for (size_t i = 0; i < batch.dirty.size(); ++i) {
+    if (batch.dirty[i]) dirty_hashes.push_back(static_cast<int>(i));
   }
+  for (size_t t = 0; t < batch.deleted.size(); ++t) m_stats.tables[t].deleted += batch.deleted[t];
+  m_stats.t_delete += batch.t_delete;
   if (!dirty_hashes.empty()) {
     m_stats.roots_changed += dirty_hashes.size();
     spdlog::warn("batch {}: {} root(s) changed in the source after they were copied and were left in the source "
-                 "(e.g. {}); the next run archives their current version",
-                 batch.no, dirty_hashes.size(), join(reasons, "; "));
+                 "and their archived copy was removed (e.g. {}); the next run archives their current version",
+                 batch.no, dirty_hashes.size(), join(batch.reasons, "; "));
   }
   finish_batch(batch, dirty_hashes);
   m_stats.roots_done += batch.roots.size() - dirty_hashes.size();
+  ++m_stats.batches;
+  m_stats.roots += batch.roots.size();
+  m_hooks.progress(m_stats, "batch done");
+  fault::point("after_batch");
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// The batch
-
-void Engine::process(Batch& batch) {
-  if (!batch.loaded) batch.tables.assign(m_tables.size(), TableBatch{});
+void Engine::prepare(Batch& batch) {
   batch.claims.clear();
   for (const auto& r : batch.roots) batch.claims.push_back(tracking::claim_hash(m_scope, r));
   spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
-  auto t0 = Clock::now();
-  if (!batch.loaded) read_snapshot(batch);
-  m_stats.t_select += since(t0);
+  m_stats.t_select += batch.t_read;
   bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
   if (sha) compute_digests(batch);
   m_hooks.progress(m_stats, "copying");
@@ -628,33 +716,150 @@ void Engine::process(Batch& batch) {
       m_hooks.before_commit();
       tx.commit();
     }
-  } else {
-    copy(batch);
-    spdlog::info("batch {} verification start: method {}", batch.no, config::to_string(m_job.processing.verification));
-    m_hooks.progress(m_stats, "verifying");
-    verify(batch);
-    fault::point("after_verify");
+    return;
   }
-  if (m_mode == Mode::copy_only) {
-    finish_batch(batch, {});
-    m_stats.roots_done += batch.roots.size();
-  } else {
-    if (m_mode == Mode::archive) {
-      db::Transaction tx(m_dst);
-      batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "deleting", batch.version);
-      m_hooks.before_commit();
-      tx.commit();
-      fault::point("after_mark_deleting");
-    }
+  copy(batch);
+  spdlog::info("batch {} verification start: method {}", batch.no, config::to_string(m_job.processing.verification));
+  m_hooks.progress(m_stats, "verifying");
+  verify(batch);
+  fault::point("after_verify");
+  if (m_mode == Mode::archive) {
+    db::Transaction tx(m_dst);
+    batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "deleting", batch.version);
+    m_hooks.before_commit();
+    tx.commit();
+    fault::point("after_mark_deleting");
+  }
+}
+
+void Engine::process(Batch& batch) {
+  if (!batch.loaded) {
+    batch.tables.assign(m_tables.size(), TableBatch{});
+    auto t0 = Clock::now();
+    read_snapshot(batch);
+    batch.t_read = since(t0);
+  }
+  prepare(batch);
+  if (deletes()) {
     m_hooks.gate("delete");
     spdlog::info("batch {} delete phase start", batch.no);
     m_hooks.progress(m_stats, "deleting");
-    remove(batch);
+    remove_source(batch);
   }
-  ++m_stats.batches;
-  m_stats.roots += batch.roots.size();
-  m_hooks.progress(m_stats, "batch done");
-  fault::point("after_batch");
+  complete(batch);
+}
+
+namespace {
+
+// Runs tasks one after another on its own thread: the owner of the source connection in the pipelined loop.
+class SourceWorker {
+public:
+  SourceWorker() : m_thread([this] { loop(); }) {}
+  ~SourceWorker() {
+    {
+      std::lock_guard<std::mutex> g(m_mutex);
+      m_stop = true;
+    }
+    m_cv.notify_all();
+    m_thread.join();  // a task under way finishes (its transaction commits or rolls back); queued ones are dropped
+  }
+  SourceWorker(const SourceWorker&) = delete;
+  SourceWorker& operator=(const SourceWorker&) = delete;
+
+  std::future<void> submit(std::function<void()> fn) {
+    auto task = std::make_shared<std::packaged_task<void()>>(std::move(fn));
+    std::future<void> f = task->get_future();
+    {
+      std::lock_guard<std::mutex> g(m_mutex);
+      m_queue.push_back([task] { (*task)(); });
+    }
+    m_cv.notify_one();
+    return f;
+  }
+
+private:
+  void loop() {
+    while (true) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> l(m_mutex);
+        m_cv.wait(l, [this] { return m_stop || !m_queue.empty(); });
+        if (m_stop) return;
+        job = std::move(m_queue.front());
+        m_queue.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  std::deque<std::function<void()>> m_queue;
+  bool m_stop = false;
+  std::thread m_thread;
+};
+
+}  // namespace
+
+// archive and purge: the source side of batch n (lock, re-check, delete) and the read of batch n+1 run on a
+// worker thread, on the source connection, while the main thread copies and verifies the next batch on the
+// destination connection. Each batch still goes read -> copy -> verify -> mark deleting -> delete -> done, in
+// that order; at most three batches are in memory.
+bool Engine::pipelined_loop() {
+  std::optional<std::vector<std::string>> cursor;  // touched only by worker tasks, in order
+  std::unique_ptr<Batch> current, next, deleting;
+  std::future<void> read_done, delete_done;
+  SourceWorker worker;  // declared last: destroyed (joined) first, before the batches its tasks use
+  auto submit_read = [&](Batch& b) {
+    return worker.submit([this, &cursor, pb = &b] {
+      auto t0 = Clock::now();
+      read_new_batch(*pb, cursor ? &*cursor : nullptr, false);
+      if (!pb->root_keys.empty()) cursor = pb->root_keys.back();
+      pb->t_read = since(t0);
+    });
+  };
+  auto drain = [&]() {
+    if (!deleting) return;
+    delete_done.get();
+    complete(*deleting);
+    deleting.reset();
+  };
+  if (!m_hooks.boundary("batch")) return false;
+  m_hooks.gate("batch");
+  current = std::make_unique<Batch>();
+  submit_read(*current).get();
+  while (!current->roots.empty()) {
+    current->no = ++m_batch_no;
+    next = std::make_unique<Batch>();
+    read_done = submit_read(*next);  // prefetch, behind the delete of the previous batch
+    try {
+      prepare(*current);
+    } catch (...) {
+      // The previous batch is fine: finish it (its delete is under way) before reporting this batch's failure.
+      try {
+        drain();
+      } catch (const std::exception& e) {
+        spdlog::error("batch {} could not be finished after batch {} failed: {}", deleting ? deleting->no : 0,
+                      current->no, e.what());
+      }
+      throw;
+    }
+    drain();
+    m_hooks.gate("delete");
+    spdlog::info("batch {} delete phase start", current->no);
+    m_hooks.progress(m_stats, "deleting");
+    delete_done = worker.submit([this, pb = current.get()] { remove_source(*pb); });
+    deleting = std::move(current);
+    read_done.get();
+    current = std::move(next);
+    if (!m_hooks.boundary("batch")) {
+      drain();
+      return false;
+    }
+    m_hooks.gate("batch");
+  }
+  drain();
+  return true;
 }
 
 bool Engine::recover() {
@@ -700,7 +905,7 @@ bool Engine::batch_loop() {
     Batch batch;
     m_next_after.clear();
     read_new_batch(batch, last ? &*last : nullptr);
-    m_stats.t_select += since(t0);
+    batch.t_read = since(t0);
     if (m_next_after.empty()) return true;  // no root left
     last = m_next_after;
     if (batch.roots.empty()) continue;  // copy-only: every root of this range was copied before
@@ -710,9 +915,9 @@ bool Engine::batch_loop() {
 }
 
 bool Engine::run() {
-  m_has_changed_marks = m_registry.count_marked(m_dst, m_job_id, "changed") > 0;
   if (!recover()) return false;
-  return batch_loop();
+  // copy-only has no source side to overlap and filters roots on the destination: it runs batch by batch.
+  return deletes() ? pipelined_loop() : batch_loop();
 }
 
 std::vector<std::string> Engine::sample_sql() const {

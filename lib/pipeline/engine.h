@@ -31,6 +31,9 @@ struct TableMeta {
   std::vector<size_t> fk_idx;         // this table's foreign-key columns (children)
   std::vector<size_t> parent_ref_idx; // the referenced columns, positions in the parent's `columns`
   std::string select_list;            // quoted column list
+  // A foreign-key column compares by collation ('abc' = 'ABC ' under a _ci, PAD SPACE collation): children are
+  // then matched to their parent row by the server, through a join that returns the parent's exact key bytes.
+  bool collated_fk = false;
 };
 
 struct TableStats {
@@ -63,6 +66,12 @@ struct Batch {
   unsigned version = 0;       // its version, the guard of every transition
   bool recovery = false;
   bool loaded = false;        // tables already read (in one snapshot) by read_new_batch
+  // Filled by the source side (remove_source), merged into Stats by complete() on the main thread.
+  std::vector<unsigned long long> deleted;  // per table
+  std::vector<bool> dirty;                  // per root: changed since its copy, left in the source
+  std::vector<bool> withdrawn;              // per root (recovery): no longer matches `where`: not archived
+  std::vector<std::string> reasons;
+  double t_read = 0, t_delete = 0;
   std::vector<std::vector<std::string>> root_keys;  // key values per root
   std::vector<tracking::RootKey> roots;             // encoded + hash
   std::vector<std::string> claims;                  // claim hash per root
@@ -97,25 +106,35 @@ private:
   bool batch_loop();
   void process(Batch& batch);
   // Reads the next batch after `after` in key order: root rows by keyset, then their trees, in one snapshot.
-  void read_new_batch(Batch& batch, const std::vector<std::string>* after);
+  void read_new_batch(Batch& batch, const std::vector<std::string>* after, bool filter_copied = true);
   void read_snapshot(Batch& batch);
   std::string keyset_query(const std::vector<std::string>* after, const std::string& columns) const;
   void load_roots(db::Connection& conn, const std::string& table_name, Batch& batch, bool for_update);
   void discover(db::Connection& conn, bool destination, Batch& batch, bool for_update);
   void compute_digests(Batch& batch);
   void claim(Batch& batch);
-  void finish_batch(Batch& batch, const std::vector<std::string>& changed_hashes);
+  void finish_batch(Batch& batch, const std::vector<int>& left_in_source);
   void refresh(Batch& batch, const std::vector<int>& roots);
+  // Drops the rows of the roots for which `drop` is true from every table of the batch.
+  void drop_roots(Batch& batch, const std::vector<bool>& drop);
   void copy(Batch& batch);
   void insert_rows(size_t t, const TableBatch& tb, const std::vector<size_t>& rows);
   void insert_fallback(size_t t, const TableBatch& tb, const std::vector<size_t>& rows);
   void verify(Batch& batch);
-  void remove(Batch& batch);
+  // The three stages of a batch. prepare and complete use the destination connection; remove_source uses only
+  // the source connection, so that the pipelined loop can run it beside the next batch's prepare.
+  void prepare(Batch& batch);
+  void remove_source(Batch& batch);
+  void complete(Batch& batch);
+  bool deletes() const { return m_mode != Mode::copy_only; }
+  bool pipelined_loop();
   std::string row_digest(const db::RowSet& rows, size_t r) const;
   std::string encode_row_key(const TableMeta& m, const db::RowSet& rows, size_t r) const;
   sql::KeyLiterals literals(const TableMeta& m, const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
                             const std::vector<bool>& binary) const;
   std::string in_clause(const std::vector<std::string>& cols, const std::vector<sql::KeyLiterals>& keys) const;
+  std::string in_clause_alias(const std::vector<std::string>& cols, const std::vector<sql::KeyLiterals>& keys,
+                              const std::string& alias) const;
   size_t chunk_rows() const;
 
   Mode m_mode;

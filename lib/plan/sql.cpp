@@ -85,12 +85,14 @@ std::string keyset_after(const std::vector<std::string>& columns, const KeyLiter
   return "(" + out + close + ")";
 }
 
-std::string key_in(const std::vector<std::string>& columns, const std::vector<KeyLiterals>& keys) {
+std::string key_in(const std::vector<std::string>& columns, const std::vector<KeyLiterals>& keys,
+                   const std::string& alias) {
   if (keys.empty()) return "FALSE";
+  std::string prefix = alias.empty() ? "" : alias + ".";
   std::string out;
   if (columns.size() == 1) {
     out.reserve(keys.size() * 8 + 16);
-    out += ident(columns[0]) + " IN (";
+    out += prefix + ident(columns[0]) + " IN (";
     for (size_t i = 0; i < keys.size(); ++i) {
       if (i) out += ',';
       out += keys[i][0];
@@ -99,7 +101,7 @@ std::string key_in(const std::vector<std::string>& columns, const std::vector<Ke
     return out;
   }
   std::vector<std::string> quoted;
-  for (const auto& c : columns) quoted.push_back(ident(c));
+  for (const auto& c : columns) quoted.push_back(prefix + ident(c));
   out += '(';
   for (size_t i = 0; i < keys.size(); ++i) {
     if (i) out += " OR ";

@@ -28,6 +28,8 @@ using KeyLiterals = std::vector<std::string>;
 // `(a, b) > (x, y)` expanded to `a > x OR (a = x AND b > y)` so every server uses the index range.
 std::string keyset_after(const std::vector<std::string>& columns, const KeyLiterals& last);
 // Membership of many keys: `a IN (..)` for one column, `(a = x AND b = y) OR ...` for several.
-std::string key_in(const std::vector<std::string>& columns, const std::vector<KeyLiterals>& keys);
+// With `alias`, each column is written as alias.`column`.
+std::string key_in(const std::vector<std::string>& columns, const std::vector<KeyLiterals>& keys,
+                   const std::string& alias = "");
 
 }  // namespace goarchive::sql
