@@ -115,15 +115,20 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
   }
   std::map<std::string, std::vector<std::string>> failures;
   std::unique_ptr<db::Connection> src, dst;
+  // A configuration error (exit 2) stays one; a server that cannot be reached is a finding of validate.
   try {
     src = connect(cfg.source, "source (validate)");
     src->execute("SET SESSION TRANSACTION READ ONLY");
+  } catch (const ConfigError&) {
+    throw;
   } catch (const Error& e) {
     failures["(servers)"].push_back(e.what());
   }
   try {
     dst = connect(cfg.destination, "destination (validate)");
     dst->execute("SET SESSION TRANSACTION READ ONLY");
+  } catch (const ConfigError&) {
+    throw;
   } catch (const Error& e) {
     failures["(servers)"].push_back(e.what());
   }
@@ -334,6 +339,7 @@ int discover(const config::Config& cfg, const std::string& root_table) {
   for (size_t i = 0; i < tree.size(); ++i) {
     for (const auto& fk : fks) {
       if (fk.ref_table != tree[i] || fk.ref_database != cfg.source.database) continue;
+      if (fk.database != cfg.source.database) continue;  // another database: reported below as BLOCKS
       if (in_tree.count(fk.table)) {
         if (fk.table != tree[i]) {
           notes.push_back(fmt::format("# NOTE: {}.{} also references {} ({}): a second parent inside the tree; "
@@ -355,9 +361,11 @@ int discover(const config::Config& cfg, const std::string& root_table) {
     }
   }
   for (const auto& fk : fks) {
-    if (in_tree.count(fk.ref_table) && !in_tree.count(fk.table) && fk.ref_database == cfg.source.database) {
-      notes.push_back(fmt::format("# BLOCKS: {}.{} references {} from outside the tree ({})", fk.table,
-                                  join(fk.columns, ","), fk.ref_table, fk.name));
+    bool outside = fk.database != cfg.source.database || !in_tree.count(fk.table);
+    if (in_tree.count(fk.ref_table) && outside && fk.ref_database == cfg.source.database) {
+      notes.push_back(fmt::format("# BLOCKS: {}.{} ({}) references {} from outside the tree ({}); archive or purge "
+                                  "refuses this tree until that key is dropped",
+                                  fk.database, fk.table, join(fk.columns, ","), fk.ref_table, fk.name));
     }
   }
   std::cout << out;

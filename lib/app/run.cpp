@@ -196,6 +196,15 @@ void check_guard(const tracking::Registry& registry, db::Connection& dst, unsign
   throw Error(msg);
 }
 
+// READ COMMITTED on both data sessions: deletes by exact key take record locks only (no gap locks), and on the
+// destination two jobs starting at the same moment never deadlock on the registry's gap locks; every state
+// write is guarded explicitly (seed 000).
+void prepare_data_sessions(const config::Config& cfg, db::Connection& src, db::Connection& dst) {
+  src.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  dst.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  dst.execute(std::string("SET SESSION foreign_key_checks = ") + (cfg.destination.foreign_key_checks ? "1" : "0"));
+}
+
 // The optimizer's estimate of the roots to archive (EXPLAIN: no scan), for the progress display's ETA.
 unsigned long long estimate_roots(db::Connection& src, const config::Config& cfg, const config::Job& job) {
   try {
@@ -221,7 +230,63 @@ pipeline::Mode to_pipeline(int mode) {
   return pipeline::Mode::archive;
 }
 
+namespace {
+
+// Prometheus textfile: written to PATH.tmp and renamed into place. A failed run keeps the earlier run's
+// last-success timestamp, so that an alert on its age still fires.
+void write_metrics(const std::string& path, const report::RunInfo& info, const pipeline::Stats& stats) {
+  double now = static_cast<double>(std::time(nullptr));
+  std::string text = report::metrics_text(info, stats, now, info.exit_code == 0);
+  if (info.exit_code != 0) {
+    std::ifstream old(path);
+    std::string line;
+    while (std::getline(old, line)) {
+      if (line.rfind("goarchive_last_success_timestamp_seconds", 0) == 0 ||
+          line.rfind("# HELP goarchive_last_success", 0) == 0 || line.rfind("# TYPE goarchive_last_success", 0) == 0) {
+        text += line + "\n";
+      }
+    }
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out) {
+      spdlog::warn("could not write the metrics file {}", tmp);
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) spdlog::warn("could not rename {} to {}", tmp, path);
+}
+
+int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& metrics_written);
+
+}  // namespace
+
 int run_job(const config::Config& cfg, const RunOptions& options) {
+  bool metrics_written = false;
+  auto started = Clock::now();
+  try {
+    return run_job_impl(cfg, options, metrics_written);
+  } catch (const Error& e) {
+    // Refused or failed before the run started: the metrics still say so.
+    if (!options.metrics_file.empty() && !metrics_written) {
+      report::RunInfo info;
+      info.job = options.job;
+      info.mode = to_string(options.mode);
+      info.exit_code = e.exit_code();
+      info.reason = e.what();
+      info.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+      pipeline::Stats none;
+      write_metrics(options.metrics_file, info, none);
+    }
+    throw;
+  }
+}
+
+namespace {
+
+int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& metrics_written) {
   const config::Job& job = cfg.job(options.job);
   plan::Tree tree(job);
   pipeline::Mode mode = to_pipeline(static_cast<int>(options.mode));
@@ -233,8 +298,7 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
   // connect
   auto src = connect(cfg.source, "source data", prelim_tag);
   auto dst = connect(cfg.destination, "destination data", prelim_tag);
-  src->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-  dst->execute(std::string("SET SESSION foreign_key_checks = ") + (cfg.destination.foreign_key_checks ? "1" : "0"));
+  prepare_data_sessions(cfg, *src, *dst);
 
   // preflight
   PreflightReport pf = preflight(cfg, job, tree, mode, *src, dst.get());
@@ -260,8 +324,18 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
     table_keys.push_back(l.name.substr(std::string(locks::prefix(locks::LockKind::table)).size()));
     table_names.emplace_back(l.a, l.b);
   }
-  tracking::JobRow jr = registry.ensure_job(*dst, job.name, command, identity, cfg.destination.database,
-                                            job.root_table, table_names, table_keys);
+  tracking::JobRow jr;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      jr = registry.ensure_job(*dst, job.name, command, identity, cfg.destination.database, job.root_table,
+                               table_names, table_keys);
+      break;
+    } catch (const db::DbError& e) {
+      if (!e.retryable() || e.connection_lost() || attempt == 5) throw;
+      spdlog::debug("recording job {} in the registry: {} (retry {})", job.name, e.what(), attempt);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
+    }
+  }
   check_guard(registry, *dst, jr.id, table_keys, identity);
 
   // start_run
@@ -284,6 +358,7 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
   std::string reason = "finished";
   int exit_code = k_exit_ok;
   pipeline::Stats stats;
+  double held_total = 0;  // seconds held by the replication gate (kept apart from the engine's own stats)
   auto stop_requested = [&]() -> bool {
     if (int sig = g_signal.load()) {
       reason = sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM";
@@ -303,7 +378,12 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
     if (!src_lock.holds_all()) throw LockLost("source");
     if (!dest_lock.holds_all()) throw LockLost("destination");
   };
+  // A run whose lock set is lost stops, even while it sleeps, pauses or is held.
+  auto require_locks = [&]() {
+    if (heartbeat.lost()) throw LockLost("source or destination");
+  };
   hooks.boundary = [&](const char*) {
+    require_locks();
     if (job.processing.sleep > 0 && stats.batches > 0) {
       auto until = Clock::now() + std::chrono::duration<double>(job.processing.sleep);
       while (Clock::now() < until && !stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -315,6 +395,7 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
         announced = true;
       }
       progress.update(stats, "paused: sentinel file");
+      require_locks();
       if (stop_requested()) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
@@ -336,15 +417,17 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
       }
       auto until = Clock::now() + std::chrono::duration<double>(gate.check_interval());
       while (Clock::now() < until) {
+        require_locks();
         if (g_signal.load()) return;  // the next boundary stops the run
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
-    stats.t_held += std::chrono::duration<double>(Clock::now() - held_since).count();
+    held_total += std::chrono::duration<double>(Clock::now() - held_since).count();
   };
   hooks.progress = [&](const pipeline::Stats& s, const char* phase) {
-    stats.tables = s.tables;
-    progress.update(s, phase);
+    stats = s;
+    stats.t_held = held_total;
+    progress.update(stats, phase);
   };
 
   report::RunInfo info;
@@ -364,11 +447,8 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
       spdlog::warn("could not record the end of run {} in the registry: {}", run_id, e.what());
     }
     if (!options.metrics_file.empty()) {
-      std::string tmp = options.metrics_file + ".tmp";
-      std::ofstream out(tmp);
-      out << report::metrics_text(info, s, static_cast<double>(std::time(nullptr)), code == 0);
-      out.close();
-      std::rename(tmp.c_str(), options.metrics_file.c_str());
+      write_metrics(options.metrics_file, info, s);
+      metrics_written = true;
     }
     std::cout << report::summary_text(info, s) << std::flush;
   };
@@ -379,6 +459,7 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
     try {
       bool completed = engine.run();
       stats = engine.stats();
+      stats.t_held = held_total;
       stats.retries = static_cast<unsigned long long>(retries);
       if (completed) {
         reason = stats.roots == 0 ? "nothing to do" : "finished";
@@ -395,6 +476,7 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
       return exit_code;
     } catch (const db::DbError& e) {
       stats = engine.stats();
+      stats.t_held = held_total;
       bool locks_ok = !heartbeat.lost() && src_lock.holds_all() && dest_lock.holds_all();
       if (e.retryable() && locks_ok && retries < 10 && !g_signal.load()) {
         ++retries;
@@ -405,9 +487,7 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
           if (e.connection_lost()) {
             src = connect(cfg.source, "source data", tag);
             dst = connect(cfg.destination, "destination data", tag);
-            src->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-            dst->execute(std::string("SET SESSION foreign_key_checks = ") +
-                         (cfg.destination.foreign_key_checks ? "1" : "0"));
+            prepare_data_sessions(cfg, *src, *dst);
           }
         } catch (const std::exception& again) {
           finish("failed", k_exit_failed, again.what(), stats);
@@ -424,10 +504,13 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
       throw;
     } catch (const Error& e) {
       stats = engine.stats();
+      stats.t_held = held_total;
       finish(e.exit_code() == k_exit_busy ? "stopped" : "failed", e.exit_code(), e.what(), stats);
       throw;
     }
   }
 }
+
+}  // namespace
 
 }  // namespace goarchive::app

@@ -9,7 +9,9 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
+#include "app/json.h"
 #include "app/logging.h"
+#include "report/summary.h"
 #include "config/config.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -37,6 +39,17 @@ config::Config load(const Globals& g, const config::Overrides& extra = {}) {
   config::Config cfg = config::load_file(g.config_path, config::process_environment(), o);
   app::setup_logging(cfg.logging, g.verbose, g.quiet);
   return cfg;
+}
+
+// The one message of a refusal or failure, on stderr: plain text, or a JSON line when logs are JSON.
+void report_error(const std::string& message, int exit_code) {
+  if (report::progress_line_drawn().exchange(false)) std::cerr << "\r\033[K";
+  if (app::log_is_json()) {
+    std::cerr << R"({"schema_version":1,"level":"error","msg":)" << app::json_quote("goarchive: " + message)
+              << R"(,"exit_code":)" << exit_code << "}\n";
+  } else {
+    std::cerr << "goarchive: " << message << "\n";
+  }
 }
 
 app::Format format_of(const std::string& f) { return f == "json" ? app::Format::json : app::Format::text; }
@@ -178,10 +191,10 @@ int run(int argc, char** argv) {
     return app::run_job(cfg, options);
   } catch (const Error& e) {
     spdlog::debug("exit {}: {}", e.exit_code(), e.what());
-    std::cerr << "goarchive: " << e.what() << "\n";
+    report_error(e.what(), e.exit_code());
     return e.exit_code();
   } catch (const std::exception& e) {
-    std::cerr << "goarchive: internal error: " << e.what() << "\n";
+    report_error(std::string("internal error: ") + e.what(), k_exit_failed);
     return k_exit_failed;
   }
 }

@@ -458,8 +458,9 @@ void Engine::refresh(Batch& batch, const std::vector<int>& roots) {
                batch.no, roots.size(), removed);
 }
 
-void Engine::insert_rows(size_t t, const TableBatch& tb, const std::vector<size_t>& rows) {
+void Engine::insert_rows(Batch& batch, size_t t, const std::vector<size_t>& rows) {
   const TableMeta& m = m_tables[t];
+  const TableBatch& tb = batch.tables[t];
   if (rows.empty()) return;
   const std::string head = fmt::format("INSERT INTO {} ({}) VALUES ", m.destination_name, m.select_list);
   const size_t budget = statement_budget(m_dst);
@@ -469,11 +470,11 @@ void Engine::insert_rows(size_t t, const TableBatch& tb, const std::vector<size_
     if (in_stmt.empty()) return;
     try {
       m_dst.execute(stmt);
-      m_stats.tables[t].copied += in_stmt.size();
+      batch.copied[t] += in_stmt.size();
     } catch (const db::DbError& e) {
       // A duplicate key is an answer (seed 000, I4): the row is already archived; check it is the same row.
       if (!e.duplicate_key()) throw;
-      insert_fallback(t, tb, in_stmt);
+      insert_fallback(batch, t, in_stmt);
     }
     stmt.clear();
     in_stmt.clear();
@@ -493,8 +494,9 @@ void Engine::insert_rows(size_t t, const TableBatch& tb, const std::vector<size_
   flush();
 }
 
-void Engine::insert_fallback(size_t t, const TableBatch& tb, const std::vector<size_t>& rows) {
+void Engine::insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows) {
   const TableMeta& m = m_tables[t];
+  const TableBatch& tb = batch.tables[t];
   std::vector<bool> bin;
   for (size_t i : m.key_idx) bin.push_back(m.binary[i]);
   std::vector<sql::KeyLiterals> keys;
@@ -526,11 +528,12 @@ void Engine::insert_fallback(size_t t, const TableBatch& tb, const std::vector<s
                             "a unique key other than the primary key conflicts. Check the destination's unique keys",
                             m.node.table));
   }
-  if (!missing.empty()) insert_rows(t, tb, missing);
+  if (!missing.empty()) insert_rows(batch, t, missing);
 }
 
 void Engine::copy(Batch& batch) {
   auto t0 = Clock::now();
+  batch.copied.assign(m_tables.size(), 0);
   {
     db::Transaction tx(m_dst);
     // Guarded write first (seed 000 §3.3): the claims in the log, then the rows.
@@ -548,17 +551,33 @@ void Engine::copy(Batch& batch) {
         }
       }
       refresh(batch, to_refresh);
+    } else if (m_has_copied_marks) {
+      // archive after copy-only of the same job: the earlier copy of these roots is this job's own; replace it
+      // with the current version (a row may have changed since), then forget the mark.
+      std::vector<std::string> hashes;
+      for (const auto& rk : batch.roots) hashes.push_back(rk.hash);
+      auto marked = m_registry.marked(m_dst, m_job_id, hashes, "copied");
+      if (!marked.empty()) {
+        std::set<std::string> set(marked.begin(), marked.end());
+        std::vector<int> to_refresh;
+        for (size_t i = 0; i < batch.roots.size(); ++i) {
+          if (set.count(batch.roots[i].hash)) to_refresh.push_back(static_cast<int>(i));
+        }
+        refresh(batch, to_refresh);
+        m_registry.unmark(m_dst, m_job_id, marked);
+      }
     }
     for (int ni : m_copy_order) {
       const TableBatch& tb = batch.tables[static_cast<size_t>(ni)];
       std::vector<size_t> rows(tb.rows.rows());
       for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
-      insert_rows(static_cast<size_t>(ni), tb, rows);
+      insert_rows(batch, static_cast<size_t>(ni), rows);
     }
     fault::point("before_copy_commit");
     m_hooks.before_commit();
     tx.commit();
   }
+  for (size_t t = 0; t < batch.copied.size(); ++t) m_stats.tables[t].copied += batch.copied[t];
   fault::point("after_copy_commit");
   m_stats.t_copy += since(t0);
 }
@@ -915,6 +934,7 @@ bool Engine::batch_loop() {
 }
 
 bool Engine::run() {
+  m_has_copied_marks = m_mode == Mode::archive && m_registry.count_marked(m_dst, m_job_id, "copied") > 0;
   if (!recover()) return false;
   // copy-only has no source side to overlap and filters roots on the destination: it runs batch by batch.
   return deletes() ? pipelined_loop() : batch_loop();

@@ -71,6 +71,7 @@ struct Batch {
   std::vector<bool> dirty;                  // per root: changed since its copy, left in the source
   std::vector<bool> withdrawn;              // per root (recovery): no longer matches `where`: not archived
   std::vector<std::string> reasons;
+  std::vector<unsigned long long> copied;   // per table, counted into Stats once the copy commits
   double t_read = 0, t_delete = 0;
   std::vector<std::vector<std::string>> root_keys;  // key values per root
   std::vector<tracking::RootKey> roots;             // encoded + hash
@@ -118,8 +119,8 @@ private:
   // Drops the rows of the roots for which `drop` is true from every table of the batch.
   void drop_roots(Batch& batch, const std::vector<bool>& drop);
   void copy(Batch& batch);
-  void insert_rows(size_t t, const TableBatch& tb, const std::vector<size_t>& rows);
-  void insert_fallback(size_t t, const TableBatch& tb, const std::vector<size_t>& rows);
+  void insert_rows(Batch& batch, size_t t, const std::vector<size_t>& rows);
+  void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
   void verify(Batch& batch);
   // The three stages of a batch. prepare and complete use the destination connection; remove_source uses only
   // the source connection, so that the pipelined loop can run it beside the next batch's prepare.
@@ -150,6 +151,7 @@ private:
   Stats m_stats;
   unsigned m_batch_no = 0;
   bool m_has_changed_marks = false;
+  bool m_has_copied_marks = false;  // archive after copy-only: roots this job copied before may need a refresh
   std::vector<std::string> m_next_after;  // key of the last root the latest keyset read returned  // this job left changed roots in the source on an earlier run
 };
 

@@ -17,6 +17,11 @@ double now_seconds() {
 }
 }  // namespace
 
+std::atomic<bool>& progress_line_drawn() {
+  static std::atomic<bool> drawn{false};
+  return drawn;
+}
+
 std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
   std::string out = fmt::format("goarchive {} job={} run={}: {} in {} (exit {})\n", info.mode, info.job, info.run_id,
                                 info.reason, format_duration(info.seconds), info.exit_code);
@@ -129,6 +134,7 @@ void Progress::update(const pipeline::Stats& s, const std::string& state) {
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     std::fflush(stderr);
     m_drawn = true;
+    progress_line_drawn() = true;
   } else if (m_last < 0 || now - m_last >= m_interval) {
     spdlog::info("progress: {}", line);
     m_last = now;
@@ -136,7 +142,7 @@ void Progress::update(const pipeline::Stats& s, const std::string& state) {
 }
 
 void Progress::finish() {
-  if (m_drawn) {
+  if (m_drawn && progress_line_drawn().exchange(false)) {
     std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);
   }

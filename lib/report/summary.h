@@ -1,5 +1,6 @@
 #pragma once
 // The end-of-run summary (text table and JSON) and the progress display.
+#include <atomic>
 #include <string>
 
 #include "pipeline/engine.h"
@@ -18,6 +19,9 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& stats);
 // Prometheus text format for node_exporter's textfile collector.
 std::string metrics_text(const RunInfo& info, const pipeline::Stats& stats, double finished_unix_time,
                          bool success);
+
+// Set while a progress line is drawn on the terminal; the log sink clears the line before writing.
+std::atomic<bool>& progress_line_drawn();
 
 // A progress display: redrawn in place on a terminal, one line per interval otherwise.
 class Progress {

@@ -114,7 +114,9 @@ TableInfo read_table(db::Connection& conn, const std::string& database, const st
 }
 
 std::vector<ForeignKey> foreign_keys_in(db::Connection& conn, const std::string& database) {
-  return read_fks(conn, "k.TABLE_SCHEMA = " + sql::quote(database));
+  // Keys declared in the database, and keys of other databases that point into it.
+  return read_fks(conn, "(k.TABLE_SCHEMA = " + sql::quote(database) + " OR k.REFERENCED_TABLE_SCHEMA = " +
+                            sql::quote(database) + ")");
 }
 
 }  // namespace goarchive::schema

@@ -48,7 +48,7 @@ struct TableInfo {
 // Reads one table (columns, keys, foreign keys, triggers) with a handful of queries.
 TableInfo read_table(db::Connection& conn, const std::string& database, const std::string& table);
 bool database_exists(db::Connection& conn, const std::string& database);
-// Every foreign key declared in `database`, for `discover`.
+// Every foreign key declared in `database` or pointing into it from another database, for `discover`.
 std::vector<ForeignKey> foreign_keys_in(db::Connection& conn, const std::string& database);
 
 }  // namespace goarchive::schema
