@@ -10,7 +10,7 @@ packages=(
   libmariadb-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
   libssl-dev doctest-dev
   mariadb-server mariadb-client percona-toolkit python3 python3-pymysql
-  time procps iproute2 man-db groff-base
+  time procps iproute2 man-db groff-base clang libclang-rt-14-dev valgrind
 )
 
 missing=()

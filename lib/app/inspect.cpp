@@ -134,12 +134,14 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
   }
   for (const auto& name : names) {
     const config::Job& job = cfg.jobs.at(name);
+    plan::Tree tree(job);  // a configuration error: exit 2, like every other command
     try {
-      plan::Tree tree(job);
       if (src) {
         auto pf = preflight(cfg, job, tree, pipeline::Mode::archive, *src, dst.get());
         for (auto& f : pf.failures) failures[name].push_back(f);
       }
+    } catch (const ConfigError&) {
+      throw;
     } catch (const Error& e) {
       failures[name].push_back(e.what());
     }

@@ -60,6 +60,7 @@ public:
             const tracking::Registry& registry, unsigned long long job_id, unsigned long long run_id)
       : m_src(src), m_dst(dst), m_conn(std::move(registry_conn)), m_registry(registry), m_job_id(job_id),
         m_run_id(run_id) {
+    m_conn->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     m_thread = std::thread([this] { loop(); });
   }
   ~Heartbeat() { stop(); }
@@ -72,6 +73,14 @@ public:
     if (m_thread.joinable()) m_thread.join();
   }
   bool lost() const { return m_lost.load(); }
+  // Replaces the registry session after a lost connection (the engine retries its batch).
+  void reconnect(std::unique_ptr<db::Connection> conn) {
+    std::lock_guard<std::mutex> g(m_session_mutex);
+    conn->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    m_conn = std::move(conn);
+  }
+  // The registry session, shared with the engine for its out-of-transaction registry writes.
+  pipeline::RegistrySession session() { return {m_conn.get(), &m_session_mutex}; }
 
 private:
   void loop() {
@@ -85,6 +94,7 @@ private:
         m_lost = true;
       }
       try {
+        std::lock_guard<std::mutex> g(m_session_mutex);
         m_registry.heartbeat(*m_conn, m_job_id, m_run_id);
       } catch (const std::exception& e) {
         spdlog::warn("heartbeat: could not record the heartbeat: {}", e.what());
@@ -95,6 +105,7 @@ private:
   locks::LockSession& m_src;
   locks::LockSession& m_dst;
   std::unique_ptr<db::Connection> m_conn;
+  std::mutex m_session_mutex;
   const tracking::Registry& m_registry;
   unsigned long long m_job_id, m_run_id;
   std::thread m_thread;
@@ -382,9 +393,10 @@ int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& met
   auto require_locks = [&]() {
     if (heartbeat.lost()) throw LockLost("source or destination");
   };
+  bool first_boundary = true;
   hooks.boundary = [&](const char*) {
     require_locks();
-    if (job.processing.sleep > 0 && stats.batches > 0) {
+    if (job.processing.sleep > 0 && !first_boundary) {
       auto until = Clock::now() + std::chrono::duration<double>(job.processing.sleep);
       while (Clock::now() < until && !stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -400,6 +412,7 @@ int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& met
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     if (announced) spdlog::info("sentinel file gone: continuing");
+    first_boundary = false;
     return !stop_requested();
   };
   hooks.gate = [&](const char* phase) {
@@ -455,7 +468,8 @@ int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& met
 
   int retries = 0;
   while (true) {
-    pipeline::Engine engine(mode, job, tables, *src, *dst, registry, jr.id, run_id, root_scope(cfg, job), hooks);
+    pipeline::Engine engine(mode, job, tables, *src, *dst, registry, jr.id, run_id, root_scope(cfg, job), hooks,
+                            heartbeat.session());
     try {
       bool completed = engine.run();
       stats = engine.stats();
@@ -488,6 +502,7 @@ int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& met
             src = connect(cfg.source, "source data", tag);
             dst = connect(cfg.destination, "destination data", tag);
             prepare_data_sessions(cfg, *src, *dst);
+            heartbeat.reconnect(connect(cfg.destination, "destination registry", tag));
           }
         } catch (const std::exception& again) {
           finish("failed", k_exit_failed, again.what(), stats);

@@ -1,6 +1,7 @@
 #include "config/config.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -98,11 +99,21 @@ public:
     throw ConfigError(fmt::format("{}: {} must be {}", where(node), key_name(key), expected));
   }
 
-  std::optional<std::string> string(std::string_view key) {
+  // A string value. NUL is refused everywhere (C APIs would cut the value there); other control characters are
+  // refused too, except tab, and line breaks where `multiline` allows them (the `where` condition).
+  std::optional<std::string> string(std::string_view key, bool multiline = false) {
     const toml::node* n = get(key);
     if (!n) return std::nullopt;
     if (!n->is_string()) type_error(key, *n, "a string (in quotes)");
-    return n->as_string()->get();
+    const std::string& v = n->as_string()->get();
+    for (unsigned char c : v) {
+      bool allowed = c == '\t' || (multiline && (c == '\n' || c == '\r'));
+      if ((c < 0x20 || c == 0x7f) && !allowed) {
+        throw ConfigError(fmt::format("{}: {} contains a control character (byte 0x{:02x}); remove it", where(*n),
+                                      key_name(key), c));
+      }
+    }
+    return v;
   }
 
   std::optional<long long> integer(std::string_view key, long long min, long long max) {
@@ -145,10 +156,12 @@ public:
     std::vector<std::string> out;
     if (n->is_string()) {
       out.push_back(n->as_string()->get());
+      check_identifier(out.back(), key_name(key));
     } else if (const toml::array* arr = n->as_array()) {
       for (const auto& e : *arr) {
         if (!e.is_string()) type_error(key, e, "a column name or a list of column names");
         out.push_back(e.as_string()->get());
+        check_identifier(out.back(), key_name(key));
       }
       if (out.empty()) type_error(key, *n, "a column name or a non-empty list of column names");
     } else {
@@ -199,8 +212,18 @@ public:
     if (auto v = r.integer("port", 1, 65535)) set(section + ".port", std::to_string(s.port = static_cast<int>(*v)), Origin::file);
     if (auto v = r.string("socket")) set(section + ".socket", s.socket = *v, Origin::file);
     if (auto v = r.string("user")) set(section + ".user", s.user = *v, Origin::file);
-    if (auto v = r.string("database")) set(section + ".database", s.database = *v, Origin::file);
-    if (auto v = r.string("defaults_file")) set(section + ".defaults_file", s.defaults_file = *v, Origin::file);
+    if (auto v = r.string("database")) {
+      check_identifier(*v, section + ".database");
+      set(section + ".database", s.database = *v, Origin::file);
+    }
+    if (auto v = r.string("defaults_file")) {
+      if (::access(v->c_str(), R_OK) != 0) {
+        throw ConfigError(fmt::format("{}.defaults_file {} cannot be read: it does not exist or is not readable; fix "
+                                      "the path",
+                                      section, *v));
+      }
+      set(section + ".defaults_file", s.defaults_file = *v, Origin::file);
+    }
     if (auto v = r.string("tls")) {
       static const std::map<std::string, TlsMode> modes = {{"disabled", TlsMode::disabled},
                                                            {"preferred", TlsMode::preferred},
@@ -270,6 +293,11 @@ public:
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) {
       throw ConfigError(fmt::format("{}.password_file {} cannot be read: it does not exist or is not accessible",
+                                    section, file));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      throw ConfigError(fmt::format("{}.password_file {} is not a regular file; point it at the file that holds the "
+                                    "password",
                                     section, file));
     }
     if (st.st_mode & (S_IRWXG | S_IRWXO)) {
@@ -429,7 +457,7 @@ public:
     if (!root) throw ConfigError(fmt::format("{}:{}: job \"{}\" needs root_table = \"<table>\"", path, t.source().begin.line, name));
     job.root_table = *root;
     check_identifier(job.root_table, prefix + ".root_table");
-    auto where = r.string("where");
+    auto where = r.string("where", true);
     if (!where) {
       throw ConfigError(fmt::format("{}:{}: job \"{}\" needs where = \"<condition>\" (write where = \"1=1\" to archive "
                                     "the whole table)",

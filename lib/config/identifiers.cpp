@@ -26,12 +26,19 @@ std::string printable(const std::string& s) {
 }  // namespace
 
 void check_identifier(const std::string& name, const std::string& key) {
-  if (name.empty()) throw ConfigError(fmt::format("{} is empty; give the name of an existing table or column", key));
+  if (name.empty()) throw ConfigError(fmt::format("{} is empty; give the name of an existing schema, table or column", key));
   for (unsigned char c : name) {
     if (c < 0x20 || c == 0x7f) {
       throw ConfigError(fmt::format("{} = \"{}\" contains a control character (NUL, newline, tab, ...); MySQL names "
                                     "cannot hold it: fix the name",
                                     key, printable(name)));
+    }
+  }
+  for (unsigned char c : name) {
+    if (c >= 0xF0) {
+      throw ConfigError(fmt::format("{} = \"{}\" contains a character outside the Basic Multilingual Plane (such as "
+                                    "an emoji); MySQL and MariaDB names cannot hold it",
+                                    key, name));
     }
   }
   if (utf8_length(name) > 64) {
@@ -71,6 +78,7 @@ void check_where(const std::string& condition, const std::string& key) {
     if (c == '\0') refuse("it contains a NUL byte");
     if (quote) {
       if (c == '\\' && quote != '`') {
+        if (next == '\0') refuse("it contains a NUL byte");
         ++i;
       } else if (c == quote) {
         if (next == quote) ++i;

@@ -104,9 +104,10 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
 
 Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables, db::Connection& source,
                db::Connection& destination, const tracking::Registry& registry, unsigned long long job_id,
-               unsigned long long run_id, std::string scope, Hooks hooks)
+               unsigned long long run_id, std::string scope, Hooks hooks, RegistrySession registry_session)
     : m_mode(mode), m_job(job), m_tables(std::move(tables)), m_src(source), m_dst(destination),
-      m_registry(registry), m_job_id(job_id), m_run_id(run_id), m_scope(std::move(scope)), m_hooks(std::move(hooks)) {
+      m_registry(registry), m_job_id(job_id), m_run_id(run_id), m_scope(std::move(scope)), m_hooks(std::move(hooks)),
+      m_session(registry_session) {
   plan::Tree tree(job);
   m_copy_order = tree.copy_order();
   for (const auto& t : m_tables) m_stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
@@ -413,11 +414,15 @@ void Engine::claim(Batch& batch) {
   batch.version = 1;
 }
 
-// In one destination transaction: the batch is done and its claims go. A root left in the source because it
-// changed after its copy loses its archived copy in the same transaction, so that no row is ever in both
-// servers; the next run archives its current version if it still matches `where`.
-void Engine::finish_batch(Batch& batch, const std::vector<int>& left_in_source) {
-  db::Transaction tx(m_dst);
+// The end of a batch, written inside the caller's destination transaction: the batch is done and its claims
+// go. A root left in the source because it changed after its copy loses its archived copy in the same
+// transaction, so that no row is ever in both servers; the next run archives its current version if it still
+// matches `where`.
+void Engine::write_finish(Batch& batch) {
+  std::vector<int> left_in_source;
+  for (size_t i = 0; i < batch.dirty.size(); ++i) {
+    if (batch.dirty[i]) left_in_source.push_back(static_cast<int>(i));
+  }
   batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "done", batch.version,
                                         static_cast<unsigned>(left_in_source.size()));
   m_registry.release_claims(m_dst, batch.id, batch.claims);
@@ -427,8 +432,19 @@ void Engine::finish_batch(Batch& batch, const std::vector<int>& left_in_source) 
     for (const auto& r : batch.roots) hashes.push_back(r.hash);
     m_registry.mark_roots(m_dst, m_job_id, hashes, "copied");
   }
-  m_hooks.before_commit();
-  tx.commit();
+}
+
+// Marks finished batches done in one destination transaction of their own.
+void Engine::finish(std::vector<Batch*>& batches) {
+  if (batches.empty()) return;
+  {
+    db::Transaction tx(m_dst);
+    for (Batch* b : batches) write_finish(*b);
+    m_hooks.before_commit();
+    tx.commit();
+  }
+  for (Batch* b : batches) account(*b);
+  batches.clear();
 }
 
 // Removes the destination copy of roots that this job copied before (recovered roots, or roots that changed in
@@ -531,13 +547,10 @@ void Engine::insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& 
   if (!missing.empty()) insert_rows(batch, t, missing);
 }
 
+// The rows of a batch, parent-first, inside the caller's destination transaction (after its claim).
 void Engine::copy(Batch& batch) {
-  auto t0 = Clock::now();
   batch.copied.assign(m_tables.size(), 0);
   {
-    db::Transaction tx(m_dst);
-    // Guarded write first (seed 000 §3.3): the claims in the log, then the rows.
-    claim(batch);
     if (batch.recovery) {
       // This job copied these roots before it stopped: replace that copy with the current version of each root
       // that is still in the source, and drop the copy of a root that no longer matches `where`. A root gone
@@ -573,19 +586,16 @@ void Engine::copy(Batch& batch) {
       for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
       insert_rows(batch, static_cast<size_t>(ni), rows);
     }
-    fault::point("before_copy_commit");
-    m_hooks.before_commit();
-    tx.commit();
   }
-  for (size_t t = 0; t < batch.copied.size(); ++t) m_stats.tables[t].copied += batch.copied[t];
-  fault::point("after_copy_commit");
-  m_stats.t_copy += since(t0);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Verify
 
+// Reads the batch back inside the copy transaction (its own writes) and compares it with the source: a batch
+// that fails verification rolls back whole, so nothing unverified is ever marked for deletion.
 void Engine::verify(Batch& batch) {
+  batch.verified.assign(m_tables.size(), 0);
   if (m_job.processing.verification == config::VerifyMethod::none) return;
   auto t0 = Clock::now();
   bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
@@ -624,7 +634,7 @@ void Engine::verify(Batch& batch) {
                               "nothing was deleted. The rerun resumes this batch",
                               config::to_string(m_job.processing.verification), m.node.table, tb.rows.rows(), found));
     }
-    m_stats.tables[static_cast<size_t>(ni)].verified += found;
+    batch.verified[static_cast<size_t>(ni)] += found;
   }
   m_stats.t_verify += since(t0);
 }
@@ -699,28 +709,29 @@ void Engine::remove_source(Batch& batch) {
   batch.t_delete = since(t0);
 }
 
-void Engine::complete(Batch& batch) {
-  std::vector<int> dirty_hashes;
-  for (size_t i = 0; i < batch.dirty.size(); ++i) {
-    if (batch.dirty[i]) dirty_hashes.push_back(static_cast<int>(i));
-  }
+// Counts a batch whose end is committed.
+void Engine::account(Batch& batch) {
+  size_t dirty = 0;
+  for (bool d : batch.dirty) dirty += d ? 1 : 0;
   for (size_t t = 0; t < batch.deleted.size(); ++t) m_stats.tables[t].deleted += batch.deleted[t];
   m_stats.t_delete += batch.t_delete;
-  if (!dirty_hashes.empty()) {
-    m_stats.roots_changed += dirty_hashes.size();
+  if (dirty) {
+    m_stats.roots_changed += dirty;
     spdlog::warn("batch {}: {} root(s) changed in the source after they were copied and were left in the source "
                  "and their archived copy was removed (e.g. {}); the next run archives their current version",
-                 batch.no, dirty_hashes.size(), join(batch.reasons, "; "));
+                 batch.no, dirty, join(batch.reasons, "; "));
   }
-  finish_batch(batch, dirty_hashes);
-  m_stats.roots_done += batch.roots.size() - dirty_hashes.size();
+  m_stats.roots_done += batch.roots.size() - dirty;
   ++m_stats.batches;
   m_stats.roots += batch.roots.size();
   m_hooks.progress(m_stats, "batch done");
   fault::point("after_batch");
 }
 
-void Engine::prepare(Batch& batch) {
+// The destination side of a batch, in one transaction: the end of the batches whose delete has committed
+// (`finished`), then this batch's claim (the guarded write), its rows, their verification and its move to
+// deleting (archive) or done (copy-only). One commit per batch on the destination.
+void Engine::prepare(Batch& batch, std::vector<Batch*>& finished) {
   batch.claims.clear();
   for (const auto& r : batch.roots) batch.claims.push_back(tracking::claim_hash(m_scope, r));
   spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
@@ -728,27 +739,50 @@ void Engine::prepare(Batch& batch) {
   bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
   if (sha) compute_digests(batch);
   m_hooks.progress(m_stats, "copying");
-  if (m_mode == Mode::purge) {
-    if (!batch.recovery) {
-      db::Transaction tx(m_dst);
-      claim(batch);
-      m_hooks.before_commit();
-      tx.commit();
-    }
-    return;
-  }
-  copy(batch);
-  spdlog::info("batch {} verification start: method {}", batch.no, config::to_string(m_job.processing.verification));
-  m_hooks.progress(m_stats, "verifying");
-  verify(batch);
-  fault::point("after_verify");
-  if (m_mode == Mode::archive) {
+  auto t0 = Clock::now();
+  batch.copied.assign(m_tables.size(), 0);
+  batch.verified.assign(m_tables.size(), 0);
+  {
     db::Transaction tx(m_dst);
-    batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "deleting", batch.version);
+    for (Batch* f : finished) write_finish(*f);
+    claim(batch);
+    if (m_mode != Mode::purge) {
+      copy(batch);
+      spdlog::info("batch {} verification start: method {}", batch.no,
+                   config::to_string(m_job.processing.verification));
+      verify(batch);
+      fault::point("after_verify");
+    }
+    fault::point("before_copy_commit");
     m_hooks.before_commit();
     tx.commit();
-    fault::point("after_mark_deleting");
   }
+  fault::point("after_copy_commit");
+  m_stats.t_copy += since(t0);
+  for (size_t t = 0; t < m_tables.size(); ++t) {
+    m_stats.tables[t].copied += batch.copied[t];
+    m_stats.tables[t].verified += batch.verified[t];
+  }
+  for (Batch* f : finished) account(*f);
+  finished.clear();
+}
+
+void Engine::mark_deleting(Batch& batch) {
+  if (m_mode != Mode::archive) return;  // purge claims its batches as deleting; copy-only never deletes
+  auto move = [&](db::Connection& conn) {
+    db::Transaction tx(conn);
+    unsigned v = m_registry.transition(conn, batch.id, {"copied", "deleting"}, "deleting", batch.version);
+    m_hooks.before_commit();
+    tx.commit();
+    batch.version = v;
+  };
+  if (m_session.conn) {
+    std::lock_guard<std::mutex> guard(*m_session.mutex);
+    move(*m_session.conn);
+  } else {
+    move(m_dst);
+  }
+  fault::point("after_mark_deleting");
 }
 
 void Engine::process(Batch& batch) {
@@ -758,14 +792,17 @@ void Engine::process(Batch& batch) {
     read_snapshot(batch);
     batch.t_read = since(t0);
   }
-  prepare(batch);
+  std::vector<Batch*> none;
+  prepare(batch, none);
   if (deletes()) {
+    mark_deleting(batch);
     m_hooks.gate("delete");
     spdlog::info("batch {} delete phase start", batch.no);
     m_hooks.progress(m_stats, "deleting");
     remove_source(batch);
   }
-  complete(batch);
+  std::vector<Batch*> done{&batch};
+  finish(done);
 }
 
 namespace {
@@ -827,6 +864,7 @@ private:
 bool Engine::pipelined_loop() {
   std::optional<std::vector<std::string>> cursor;  // touched only by worker tasks, in order
   std::unique_ptr<Batch> current, next, deleting;
+  std::vector<std::unique_ptr<Batch>> deleted;  // delete committed, end not yet written
   std::future<void> read_done, delete_done;
   SourceWorker worker;  // declared last: destroyed (joined) first, before the batches its tasks use
   auto submit_read = [&](Batch& b) {
@@ -837,11 +875,22 @@ bool Engine::pipelined_loop() {
       pb->t_read = since(t0);
     });
   };
-  auto drain = [&]() {
+  auto wait_delete = [&]() {
     if (!deleting) return;
     delete_done.get();
-    complete(*deleting);
-    deleting.reset();
+    deleted.push_back(std::move(deleting));
+  };
+  auto pointers = [&]() {
+    std::vector<Batch*> out;
+    for (auto& b : deleted) out.push_back(b.get());
+    return out;
+  };
+  // Writes the end of every batch whose delete committed, in a transaction of its own.
+  auto flush = [&]() {
+    wait_delete();
+    auto ps = pointers();
+    finish(ps);
+    deleted.clear();
   };
   if (!m_hooks.boundary("batch")) return false;
   m_hooks.gate("batch");
@@ -852,32 +901,39 @@ bool Engine::pipelined_loop() {
     next = std::make_unique<Batch>();
     read_done = submit_read(*next);  // prefetch, behind the delete of the previous batch
     try {
-      prepare(*current);
+      // The end of batches deleted so far rides in this batch's copy transaction.
+      auto ps = pointers();
+      prepare(*current, ps);
+      deleted.clear();
     } catch (...) {
-      // The previous batch is fine: finish it (its delete is under way) before reporting this batch's failure.
+      // The earlier batches are fine: record their end before reporting this batch's failure.
       try {
-        drain();
+        flush();
       } catch (const std::exception& e) {
-        spdlog::error("batch {} could not be finished after batch {} failed: {}", deleting ? deleting->no : 0,
-                      current->no, e.what());
+        spdlog::error("the batches before batch {} could not be recorded as done: {}", current->no, e.what());
       }
       throw;
     }
-    drain();
     m_hooks.gate("delete");
     spdlog::info("batch {} delete phase start", current->no);
     m_hooks.progress(m_stats, "deleting");
-    delete_done = worker.submit([this, pb = current.get()] { remove_source(*pb); });
+    wait_delete();  // the previous batch's delete, which ran beside this batch's copy
+    // On the worker: the move to deleting (its own destination session) and the source delete, beside the next
+    // batch's copy on the main thread.
+    delete_done = worker.submit([this, pb = current.get()] {
+      mark_deleting(*pb);
+      remove_source(*pb);
+    });
     deleting = std::move(current);
     read_done.get();
     current = std::move(next);
     if (!m_hooks.boundary("batch")) {
-      drain();
+      flush();
       return false;
     }
     m_hooks.gate("batch");
   }
-  drain();
+  flush();
   return true;
 }
 
@@ -915,22 +971,51 @@ bool Engine::recover() {
   return true;
 }
 
+// copy-only: batch by batch; each batch's move to done rides in the next batch's copy transaction.
 bool Engine::batch_loop() {
   std::optional<std::vector<std::string>> last;
+  std::vector<std::unique_ptr<Batch>> copied;  // copy committed, not yet marked done
+  auto pointers = [&]() {
+    std::vector<Batch*> out;
+    for (auto& b : copied) out.push_back(b.get());
+    return out;
+  };
+  auto flush = [&]() {
+    auto ps = pointers();
+    finish(ps);
+    copied.clear();
+  };
   while (true) {
-    if (!m_hooks.boundary("batch")) return false;
+    if (!m_hooks.boundary("batch")) {
+      flush();
+      return false;
+    }
     if (m_mode != Mode::copy_only) m_hooks.gate("batch");
     auto t0 = Clock::now();
-    Batch batch;
+    auto batch = std::make_unique<Batch>();
     m_next_after.clear();
-    read_new_batch(batch, last ? &*last : nullptr);
-    batch.t_read = since(t0);
-    if (m_next_after.empty()) return true;  // no root left
+    read_new_batch(*batch, last ? &*last : nullptr);
+    batch->t_read = since(t0);
+    if (m_next_after.empty()) break;  // no root left
     last = m_next_after;
-    if (batch.roots.empty()) continue;  // copy-only: every root of this range was copied before
-    batch.no = ++m_batch_no;
-    process(batch);
+    if (batch->roots.empty()) continue;  // every root of this range was copied before
+    batch->no = ++m_batch_no;
+    try {
+      auto ps = pointers();
+      prepare(*batch, ps);
+      copied.clear();
+    } catch (...) {
+      try {
+        flush();
+      } catch (const std::exception& e) {
+        spdlog::error("the batches before batch {} could not be recorded as done: {}", batch->no, e.what());
+      }
+      throw;
+    }
+    copied.push_back(std::move(batch));
   }
+  flush();
+  return true;
 }
 
 bool Engine::run() {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -72,11 +73,19 @@ struct Batch {
   std::vector<bool> withdrawn;              // per root (recovery): no longer matches `where`: not archived
   std::vector<std::string> reasons;
   std::vector<unsigned long long> copied;   // per table, counted into Stats once the copy commits
+  std::vector<unsigned long long> verified;
   double t_read = 0, t_delete = 0;
   std::vector<std::vector<std::string>> root_keys;  // key values per root
   std::vector<tracking::RootKey> roots;             // encoded + hash
   std::vector<std::string> claims;                  // claim hash per root
   std::vector<TableBatch> tables;                   // by node index
+};
+
+// The destination connection for registry writes outside the data transactions (a batch's move to deleting,
+// made beside the next batch's copy), shared with the heartbeat under a mutex.
+struct RegistrySession {
+  db::Connection* conn = nullptr;
+  std::mutex* mutex = nullptr;
 };
 
 // What the engine asks its owner at every batch boundary and before every commit.
@@ -91,7 +100,7 @@ class Engine {
 public:
   Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables, db::Connection& source,
          db::Connection& destination, const tracking::Registry& registry, unsigned long long job_id,
-         unsigned long long run_id, std::string scope, Hooks hooks);
+         unsigned long long run_id, std::string scope, Hooks hooks, RegistrySession registry_session = {});
 
   // Finishes the job's unfinished roots, then archives batch after batch until nothing is left or a hook
   // says stop. Returns false when it stopped early.
@@ -114,7 +123,9 @@ private:
   void discover(db::Connection& conn, bool destination, Batch& batch, bool for_update);
   void compute_digests(Batch& batch);
   void claim(Batch& batch);
-  void finish_batch(Batch& batch, const std::vector<int>& left_in_source);
+  void write_finish(Batch& batch);
+  void finish(std::vector<Batch*>& batches);
+  void account(Batch& batch);
   void refresh(Batch& batch, const std::vector<int>& roots);
   // Drops the rows of the roots for which `drop` is true from every table of the batch.
   void drop_roots(Batch& batch, const std::vector<bool>& drop);
@@ -124,9 +135,10 @@ private:
   void verify(Batch& batch);
   // The three stages of a batch. prepare and complete use the destination connection; remove_source uses only
   // the source connection, so that the pipelined loop can run it beside the next batch's prepare.
-  void prepare(Batch& batch);
+  void prepare(Batch& batch, std::vector<Batch*>& finished);
   void remove_source(Batch& batch);
-  void complete(Batch& batch);
+  // archive: the batch moves from copied to deleting in a transaction of its own, before its source delete.
+  void mark_deleting(Batch& batch);
   bool deletes() const { return m_mode != Mode::copy_only; }
   bool pipelined_loop();
   std::string row_digest(const db::RowSet& rows, size_t r) const;
@@ -148,6 +160,7 @@ private:
   unsigned long long m_job_id, m_run_id;
   std::string m_scope;
   Hooks m_hooks;
+  RegistrySession m_session;
   Stats m_stats;
   unsigned m_batch_no = 0;
   bool m_has_changed_marks = false;

@@ -130,11 +130,14 @@ class CrashTest(unittest.TestCase):
 
     def test_recovery_log_reports_counts_per_state(self):
         sc, cfg, before = self.setup_shop("crash_log")
+        # Verification runs inside the copy transaction: a kill there rolls the whole batch back, so the
+        # rerun has nothing to recover.
         r = sc.job("archive", cfg, "old", env={"GOARCHIVE_FAULT": "after_verify:1"})
         self.assertEqual(r.rc, -9, r)
+        self.assertEqual(sc.unfinished(), 0)
         r = sc.job("archive", cfg, "old")
         self.assertEqual(r.rc, 0, r)
-        self.assertIn(f"recovery start: {BATCH} root(s) copied, 0 root(s) deleting", r.err)
+        self.assertNotIn("recovery start", r.err)
         sc.assert_invariant(before, SHOP_RELATIONS)
         sc2, cfg2, before2 = self.setup_shop("crash_log2")
         r = sc2.job("archive", cfg2, "old", env={"GOARCHIVE_FAULT": "after_mark_deleting:1"})

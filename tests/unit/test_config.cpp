@@ -567,13 +567,20 @@ TEST_CASE("config: identifiers with backticks, quotes and non-ASCII are accepted
   Config cfg = load(
       "[jobs.j]\nroot_table = \"or`ders\"\nwhere = \"1=1\"\n"
       "[[jobs.j.relations]]\ntable = \"it'em\\\"s\"\nforeign_key = \"o`id\"\n"
-      "[[jobs.j.relations]]\ntable = \"t\u00e9st\xF0\x9F\x98\x80\"\nforeign_key = \"\u00fcid\"\n");
+      "[[jobs.j.relations]]\ntable = \"t\u00e9st\u65e5\"\nforeign_key = \"\u00fcid\"\n");
   const auto& job = cfg.job("j");
   CHECK(job.root_table == "or`ders");
   REQUIRE(job.relations.size() == 2);
   CHECK(job.relations[0].table == "it'em\"s");
   CHECK(job.relations[0].foreign_key[0] == "o`id");
-  CHECK(job.relations[1].table == "t\u00e9st\xF0\x9F\x98\x80");
+  CHECK(job.relations[1].table == "t\u00e9st\u65e5");
+}
+
+TEST_CASE("config: identifiers outside the Basic Multilingual Plane are refused") {
+  // MySQL and MariaDB store names in utf8mb3: a 4-byte character such as an emoji cannot be a table name.
+  std::string msg = error_of(with_job("", "[[jobs.j.relations]]\ntable = \"t\xF0\x9F\x98\x80\"\nforeign_key = \"id\"\n"));
+  CHECK(msg.find("Basic Multilingual Plane") != std::string::npos);
+  CHECK(msg.find("relations[0].table") != std::string::npos);
 }
 
 TEST_CASE("config: identifier length and trailing space") {

@@ -1,0 +1,523 @@
+#!/usr/bin/env bash
+# The performance benchmark of issue 5: goarchive against pt-archiver and against the no-safety floor, on its
+# own source and destination servers with production durability (innodb_flush_log_at_trx_commit=1,
+# sync_binlog=1, binlog ROW), every run on identical fresh data and verified (row counts and content checksums
+# on both sides against the pristine data).
+#
+#   scripts/bench.sh            full run (1,000,000 events, 200,000 orders, scaling at 250,000 / 1,000,000)
+#   scripts/bench.sh --quick    small sizes, for CI (about two minutes)
+#
+# Scenarios: 1 single table (goarchive sha256, pt-archiver fastest and plain), 2 FK tree (goarchive, pt-archiver
+# once per table child-first), 3 the floor (one streamed export, LOAD DATA LOCAL, DELETE in 50,000-id chunks) for
+# both datasets, 4 scaling (goarchive at N and 4N: wall time and peak RSS).
+#
+# Exits 1 when a run fails or its result does not verify; the performance targets are informative only.
+# Environment:
+#   BENCH_DIR=/tmp/goarchive-bench   server data, configs, logs (wiped at start, and at the end unless BENCH_KEEP=1)
+#   BENCH_SOURCE_PORT=24306 BENCH_REPLICA_PORT=24307 BENCH_DEST_PORT=24308
+#   BENCH_EVENTS, BENCH_ORDERS, BENCH_SCALE_N   sizes (defaults by mode, see above)
+#   BENCH_TIMEOUT=seconds            per run (default 3600, quick 300)
+#   BENCH_KEEP=1                     leave the servers running and their data in place
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+QUICK=0
+for arg; do
+  case $arg in
+    --quick) QUICK=1 ;;
+    -h | --help)
+      sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "bench.sh: unknown argument $arg (use --quick or --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+if ((QUICK)); then
+  N_EVENTS=${BENCH_EVENTS:-20000} N_ORDERS=${BENCH_ORDERS:-4000} N_SCALE=${BENCH_SCALE_N:-5000}
+  RUN_TIMEOUT=${BENCH_TIMEOUT:-300}
+else
+  N_EVENTS=${BENCH_EVENTS:-1000000} N_ORDERS=${BENCH_ORDERS:-200000} N_SCALE=${BENCH_SCALE_N:-250000}
+  RUN_TIMEOUT=${BENCH_TIMEOUT:-3600}
+fi
+readonly QUICK N_EVENTS N_ORDERS N_SCALE RUN_TIMEOUT
+readonly CHUNK=50000 # ids per DELETE statement of the floor
+readonly BATCH=1000  # goarchive batch_size, pt-archiver --limit
+
+# Our own servers: never the default ports or directory that the tests and other sessions use.
+export GOARCHIVE_TEST_DIR=${BENCH_DIR:-/tmp/goarchive-bench}
+export GA_SOURCE_PORT=${BENCH_SOURCE_PORT:-24306}
+export GA_REPLICA_PORT=${BENCH_REPLICA_PORT:-24307}
+export GA_DEST_PORT=${BENCH_DEST_PORT:-24308}
+case " $GA_SOURCE_PORT $GA_REPLICA_PORT $GA_DEST_PORT " in
+  *" 23306 "* | *" 23307 "* | *" 23308 "*) echo "bench.sh: refusing the default test server ports" >&2; exit 2 ;;
+esac
+[ "$(realpath -m -- "$GOARCHIVE_TEST_DIR")" != /tmp/goarchive-servers ] ||
+  { echo "bench.sh: refusing the default test server directory" >&2; exit 2; }
+
+SECONDS=0
+log() { printf '[bench %4ds] %s\n' "$SECONDS" "$*" >&2; }
+die() {
+  echo "bench.sh: $*" >&2
+  exit 1
+}
+
+# -- setup: packages, binary, servers ---------------------------------------------------------------------------
+bash scripts/setup.sh
+log "building the Release binary in build-release"
+build_ok=0
+for attempt in 1 2 3; do
+  if cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+    cmake --build "$ROOT/build-release" -j2 --target goarchive >"${TMPDIR:-/tmp}/bench-build.$$.log" 2>&1; then
+    build_ok=1
+    break
+  fi
+  log "build attempt $attempt failed; retrying in 20s"
+  sleep 20
+done
+if ((!build_ok)); then
+  tail -n 40 "${TMPDIR:-/tmp}/bench-build.$$.log" >&2
+  die "cannot build goarchive (log: ${TMPDIR:-/tmp}/bench-build.$$.log)"
+fi
+rm -f "${TMPDIR:-/tmp}/bench-build.$$.log"
+BIN=$ROOT/build-release/goarchive
+command -v pt-archiver >/dev/null || die "pt-archiver is missing (scripts/setup.sh installs percona-toolkit)"
+[ -x /usr/bin/time ] || die "/usr/bin/time is missing (scripts/setup.sh installs time)"
+
+SERVERS=(source destination)
+FAILED=0
+finish() {
+  local rc=$?
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then
+    log "BENCH_KEEP=1: servers left running in $GOARCHIVE_TEST_DIR"
+  elif ((rc == 0 && FAILED == 0)); then
+    rm -rf "${WORK:-$GOARCHIVE_TEST_DIR/work}"
+    bash scripts/servers.sh reset "${SERVERS[@]}" >/dev/null 2>&1 || true
+  else
+    bash scripts/servers.sh stop "${SERVERS[@]}" >&2 || true
+    log "data and logs kept in $GOARCHIVE_TEST_DIR for inspection"
+  fi
+}
+
+log "starting fresh servers in $GOARCHIVE_TEST_DIR (source :$GA_SOURCE_PORT, destination :$GA_DEST_PORT)"
+bash scripts/servers.sh reset "${SERVERS[@]}" >/dev/null
+trap finish EXIT
+bash scripts/servers.sh start "${SERVERS[@]}" >&2
+eval "$(bash scripts/servers.sh env)"
+WORK=$GA_SERVERS_DIR/work
+mkdir -p "$WORK"
+chmod 700 "$WORK"
+
+sock_of() { case $1 in source) echo "$GA_SOURCE_SOCKET" ;; destination) echo "$GA_DEST_SOCKET" ;; esac; }
+port_of() { case $1 in source) echo "$GA_SOURCE_PORT" ;; destination) echo "$GA_DEST_PORT" ;; esac; }
+# Root on SERVER's socket (administration, loading, verification): tab-separated, no headers.
+sq() {
+  local server=$1
+  shift
+  mariadb --no-defaults -S "$(sock_of "$server")" -uroot --default-character-set=utf8mb4 -NB "$@"
+}
+# The application account over TCP, as the tools connect (the floor's client side).
+cat >"$WORK/client.cnf" <<EOF
+[client]
+host=127.0.0.1
+user=$GA_USER
+password=$GA_PASSWORD
+default-character-set=utf8mb4
+EOF
+chmod 600 "$WORK/client.cnf"
+app() {
+  local server=$1
+  shift
+  mariadb --defaults-file="$WORK/client.cnf" -P "$(port_of "$server")" "$@"
+}
+
+# Production durability, and a buffer pool that holds the data (both dynamic).
+for s in "${SERVERS[@]}"; do
+  sq "$s" -e "SET GLOBAL innodb_flush_log_at_trx_commit = 1, GLOBAL sync_binlog = 1,
+              GLOBAL innodb_buffer_pool_size = 1073741824"
+done
+for s in "${SERVERS[@]}"; do
+  deadline=$((SECONDS + 120))
+  # The resize runs in the background; its status is empty or "Completed ..." once done.
+  until [ "$(sq "$s" -e "SELECT @@innodb_buffer_pool_size")" = 1073741824 ] &&
+    [[ $(sq "$s" -e "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
+                     WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_RESIZE_STATUS'") =~ ^(Completed.*)?$ ]]; do
+    ((SECONDS < deadline)) || die "$s: innodb_buffer_pool_size did not reach 1G"
+    sleep 0.5
+  done
+  got=$(sq "$s" -e "SELECT CONCAT_WS(' ', @@innodb_flush_log_at_trx_commit, @@sync_binlog, @@log_bin, @@binlog_format,
+                               @@local_infile, @@innodb_buffer_pool_size)")
+  [ "$got" = "1 1 ON ROW ON 1073741824" ] ||
+    die "$s does not run with production durability: flush_log_at_trx_commit, sync_binlog, log_bin, binlog_format, local_infile, buffer pool = $got"
+  log "$s: innodb_flush_log_at_trx_commit=1 sync_binlog=1 log_bin=ON binlog_format=ROW buffer_pool=1G"
+done
+DIRTY_PCT=$(sq source -e "SELECT @@innodb_max_dirty_pages_pct")
+
+sq source -e "CREATE DATABASE bench; CREATE DATABASE bench_pristine"
+sq destination -e "CREATE DATABASE bench_archive"
+
+# -- datasets ---------------------------------------------------------------------------------------------------
+# A dataset names its tables (copy order) and, per table, the join and condition that select its archived rows
+# (alias t for the table, o for orders); @DB@ is the database the statement runs against.
+declare -A JOIN COND TABLES MID
+EVENT_COND="t.created_at < '@MID@'"
+
+# Pristine events table bench_pristine.events_ROWS; MID[events_ROWS] = created_at of the first row kept.
+make_events() {
+  local rows=$1 ds=events_$1
+  [ -z "${MID[$ds]:-}" ] || return 0
+  log "generating $rows events"
+  {
+    echo "SET SESSION sql_log_bin = 0; USE bench_pristine; SET @rows = $rows;"
+    cat bench/events.sql bench/events_data.sql
+    echo "RENAME TABLE events TO $ds; ANALYZE TABLE $ds;"
+  } | sq source >/dev/null
+  MID[$ds]=$(sq source -e "SELECT created_at FROM bench_pristine.$ds WHERE id = $((rows / 2 + 1))")
+  TABLES[$ds]=events
+  JOIN[$ds.events]=""
+  COND[$ds.events]=${EVENT_COND//@MID@/${MID[$ds]}}
+  expectations "$ds"
+}
+
+make_shop() {
+  local ds=shop
+  log "generating $N_ORDERS orders and their children"
+  {
+    echo "SET SESSION sql_log_bin = 0; USE bench_pristine; SET @orders = $N_ORDERS;"
+    cat bench/shop_schema.sql bench/shop_data.sql
+    echo "ANALYZE TABLE orders, order_items, payments, shipments, shipment_items;"
+  } | sq source >/dev/null
+  MID[$ds]=$(sq source -e "SELECT created_at FROM bench_pristine.orders WHERE id = $((N_ORDERS / 2 + 1))")
+  TABLES[$ds]="orders order_items payments shipments shipment_items"
+  local old="o.created_at < '${MID[$ds]}'"
+  JOIN[$ds.orders]="" COND[$ds.orders]="t.created_at < '${MID[$ds]}'"
+  JOIN[$ds.order_items]="JOIN @DB@.orders o ON o.id = t.order_id" COND[$ds.order_items]=$old
+  JOIN[$ds.payments]="JOIN @DB@.orders o ON o.id = t.order_id" COND[$ds.payments]=$old
+  JOIN[$ds.shipments]="JOIN @DB@.orders o ON o.id = t.order_id" COND[$ds.shipments]=$old
+  JOIN[$ds.shipment_items]="JOIN @DB@.shipments s ON s.id = t.shipment_id JOIN @DB@.orders o ON o.id = s.order_id"
+  COND[$ds.shipment_items]=$old
+  expectations "$ds"
+}
+
+pristine_table() { if [ "$1" = shop ]; then echo "$2"; else echo "$1"; fi; }
+join_for() { local j=${JOIN[$1.$2]}; echo "${j//@DB@/$3}"; }
+
+# Content checksum of a row: count and the sum of a 60-bit slice of MD5 over every column (NULL-safe),
+# order-independent, so a table's (count, sum) pair is compared across servers.
+declare -A HASH COLS NULLABLE
+columns_of() {
+  local ds=$1 t=$2 c n cols="" nullable="" hash=""
+  while IFS=$'\t' read -r c n; do
+    cols+="${cols:+ }$c"
+    [ "$n" = YES ] && nullable+=" $c "
+    hash+="${hash:+,}IFNULL(CONCAT('v',t.\`$c\`),'N')"
+  done < <(sq source -e "SELECT COLUMN_NAME, IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA =
+                         'bench_pristine' AND TABLE_NAME = '$(pristine_table "$ds" "$t")' ORDER BY ORDINAL_POSITION")
+  COLS[$ds.$t]=$cols
+  NULLABLE[$ds.$t]=$nullable
+  HASH[$ds.$t]="CAST(CONV(LEFT(MD5(CONCAT_WS('|',$hash)),15),16,10) AS UNSIGNED)"
+}
+
+declare -A EXP_ARCH EXP_REST ARCH_ROWS
+expectations() {
+  local ds=$1 t pt lj flag total=0 r
+  for t in ${TABLES[$ds]}; do
+    columns_of "$ds" "$t"
+    pt=$(pristine_table "$ds" "$t")
+    lj=$(join_for "$ds" "$t" bench_pristine)
+    flag="IFNULL(${COND[$ds.$t]}, 0)"
+    r=$(sq source -e "SELECT COUNT(IF($flag, 1, NULL)), IFNULL(SUM(IF($flag, ${HASH[$ds.$t]}, 0)), 0),
+                             COUNT(IF($flag, NULL, 1)), IFNULL(SUM(IF($flag, 0, ${HASH[$ds.$t]})), 0)
+                      FROM bench_pristine.\`$pt\` t ${lj//JOIN/LEFT JOIN}")
+    read -r a1 a2 r1 r2 <<<"$r"
+    EXP_ARCH[$ds.$t]="$a1 $a2"
+    EXP_REST[$ds.$t]="$r1 $r2"
+    total=$((total + a1))
+  done
+  ARCH_ROWS[$ds]=$total
+}
+
+# Fresh working copies: the source tables from the pristine data, empty destination tables, no registry.
+reset_dataset() {
+  local ds=$1 t
+  if [ "$ds" = shop ]; then
+    {
+      echo "SET SESSION sql_log_bin = 0, SESSION foreign_key_checks = 0; USE bench;"
+      echo "DROP TABLE IF EXISTS shipment_items, shipments, payments, order_items, orders;"
+      cat bench/shop_schema.sql
+      for t in ${TABLES[$ds]}; do echo "INSERT INTO $t SELECT * FROM bench_pristine.$t;"; done
+      cat bench/shop_fks.sql
+      echo "ANALYZE TABLE ${TABLES[$ds]// /, };"
+    } | sq source >/dev/null
+    {
+      echo "SET SESSION sql_log_bin = 0; USE bench_archive;"
+      echo "DROP TABLE IF EXISTS events, shipment_items, shipments, payments, order_items, orders;"
+      cat bench/shop_schema.sql
+      echo "DROP DATABASE IF EXISTS goarchive_bench;"
+    } | sq destination >/dev/null
+  else
+    {
+      echo "SET SESSION sql_log_bin = 0, SESSION foreign_key_checks = 0; USE bench;"
+      echo "DROP TABLE IF EXISTS shipment_items, shipments, payments, order_items, orders, events;"
+      cat bench/events.sql
+      echo "INSERT INTO events SELECT * FROM bench_pristine.$ds; ANALYZE TABLE events;"
+    } | sq source >/dev/null
+    {
+      echo "SET SESSION sql_log_bin = 0; USE bench_archive;"
+      echo "DROP TABLE IF EXISTS events, shipment_items, shipments, payments, order_items, orders;"
+      cat bench/events.sql
+      echo "DROP DATABASE IF EXISTS goarchive_bench;"
+    } | sq destination >/dev/null
+  fi
+  settle
+}
+
+# Every run starts from the same server state: dirty pages of the reload flushed, old binlogs gone.
+settle() {
+  local s dirty busy deadline=$((SECONDS + 120))
+  for s in "${SERVERS[@]}"; do
+    sq "$s" -e "SET GLOBAL innodb_max_dirty_pages_pct = 0; FLUSH BINARY LOGS;
+                PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 DAY" >/dev/null
+  done
+  while :; do
+    busy=0
+    for s in "${SERVERS[@]}"; do
+      dirty=$(sq "$s" -e "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
+                          WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY'")
+      ((dirty < 100)) || busy=1
+    done
+    ((busy && SECONDS < deadline)) || break
+    sleep 0.5
+  done
+  for s in "${SERVERS[@]}"; do sq "$s" -e "SET GLOBAL innodb_max_dirty_pages_pct = $DIRTY_PCT"; done
+}
+
+# Compares every table of DS on both sides with the pristine data: the destination holds exactly the
+# archived rows, the source exactly the rest.
+verify() {
+  local ds=$1 label=$2 t src dst ok=0
+  for t in ${TABLES[$ds]}; do
+    src=$(sq source -e "SELECT COUNT(*), IFNULL(SUM(${HASH[$ds.$t]}), 0) FROM bench.\`$t\` t" | tr '\t' ' ')
+    dst=$(sq destination -e "SELECT COUNT(*), IFNULL(SUM(${HASH[$ds.$t]}), 0) FROM bench_archive.\`$t\` t" | tr '\t' ' ')
+    if [ "$dst" != "${EXP_ARCH[$ds.$t]}" ]; then
+      log "VERIFY FAILED ($label) destination $t: count checksum = $dst, expected ${EXP_ARCH[$ds.$t]}"
+      ok=1
+    fi
+    if [ "$src" != "${EXP_REST[$ds.$t]}" ]; then
+      log "VERIFY FAILED ($label) source $t: count checksum = $src, expected ${EXP_REST[$ds.$t]}"
+      ok=1
+    fi
+  done
+  ((ok == 0)) && log "verified ($label): ${ARCH_ROWS[$ds]} rows on the destination, the rest on the source, checksums match"
+  return "$ok"
+}
+
+# -- the runs ---------------------------------------------------------------------------------------------------
+now() { date +%s.%N; }
+# Result rows: key|scenario|tool|rows|seconds|rss_mb|status
+RESULTS=()
+declare -A SECS RSS
+
+# record KEY SCENARIO TOOL DS SECONDS RSS_MB RC LOGFILE: verifies and appends a result row.
+record() {
+  local key=$1 scenario=$2 tool=$3 ds=$4 secs=$5 rss=$6 rc=$7 logf=$8 status=ok
+  if ((rc != 0)); then
+    status="FAILED (exit $rc)"
+    log "$tool failed with exit $rc; tail of $logf:"
+    tail -n 15 "$logf" >&2 || true
+  fi
+  verify "$ds" "$tool" || status="VERIFY FAILED"
+  if [ "$status" = ok ]; then
+    SECS[$key]=$secs
+    RSS[$key]=$rss
+    log "$tool: ${ARCH_ROWS[$ds]} rows in ${secs}s"
+  else
+    FAILED=1
+  fi
+  RESULTS+=("$key|$scenario|$tool|${ARCH_ROWS[$ds]}|$secs|$rss|$status")
+}
+
+# goarchive archive on DS with its config template; peak RSS from /usr/bin/time -v.
+run_goarchive() {
+  local key=$1 scenario=$2 tool=$3 ds=$4 template=$5 job=$6 cfg="$WORK/$1.toml" logf="$WORK/$1.log" t0 t1 rc=0 rss
+  sed -e "s/@SOURCE_PORT@/$GA_SOURCE_PORT/; s/@DEST_PORT@/$GA_DEST_PORT/" \
+    -e "s/@WHERE@/${COND[$ds.$(first_table "$ds")]#t.}/" "bench/$template" >"$cfg"
+  reset_dataset "$ds"
+  log "run: $scenario: $tool"
+  t0=$(now)
+  timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/$key.time" "$BIN" archive -c "$cfg" -j "$job" --no-progress \
+    >"$logf" 2>&1 || rc=$?
+  t1=$(now)
+  rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$WORK/$key.time" 2>/dev/null || true)
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" "${rss:--}" "$rc" "$logf"
+}
+first_table() { echo "${TABLES[$1]%% *}"; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+dsn() { # server db table
+  echo "h=127.0.0.1,P=$(port_of "$1"),u=$GA_USER,p=$GA_PASSWORD,D=$2,t=$3,L=1"
+}
+# pt-archiver for TABLE of DS with the where clause on the working source database; MODE fast|plain.
+# --charset utf8: pt-archiver 3.2 cannot write its bulk-insert file as "utf8mb4" (no such Perl encoding), and
+# without a charset it writes Latin-1 bytes for decoded text. utf8 (utf8mb3) carries the data's non-ASCII text
+# (all in the BMP) unchanged; --no-check-charset because the tables are utf8mb4.
+pt_archiver() {
+  local ds=$1 t=$2 mode=$3 where
+  local j
+  j=$(join_for "$ds" "$t" bench)
+  if [ -z "$j" ]; then
+    where=${COND[$ds.$t]//t./}
+  elif [ "$t" = shipment_items ]; then
+    where="shipment_id IN (SELECT s.id FROM bench.shipments s JOIN bench.orders o ON o.id = s.order_id WHERE ${COND[$ds.$t]})"
+  else
+    where="order_id IN (SELECT o.id FROM bench.orders o WHERE ${COND[$ds.$t]})"
+  fi
+  local args=(--source "$(dsn source bench "$t")" --dest "$(dsn destination bench_archive "$t")" --where "$where"
+    --limit "$BATCH" --commit-each --charset utf8 --no-check-charset --no-safe-auto-increment --why-quit)
+  [ "$mode" = fast ] && args+=(--bulk-insert --bulk-delete)
+  echo "+ pt-archiver ${args[*]//p=$GA_PASSWORD/p=...}"
+  # Exits non-zero only on errors; a table left unfinished is caught by the verification.
+  timeout "$RUN_TIMEOUT" pt-archiver "${args[@]}"
+}
+
+run_pt() {
+  local key=$1 scenario=$2 tool=$3 ds=$4 mode=$5 logf="$WORK/$1.log" t0 t1 rc=0 t tables
+  reset_dataset "$ds"
+  tables=$(echo "${TABLES[$ds]}" | tr ' ' '\n' | tac | tr '\n' ' ') # child-first
+  log "run: $scenario: $tool"
+  t0=$(now)
+  (
+    for t in $tables; do pt_archiver "$ds" "$t" "$mode" || exit $?; done
+  ) >"$logf" 2>&1 || rc=$?
+  t1=$(now)
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf"
+}
+
+# The floor: per table one streamed export of the archived rows to a file (mariadb --batch --quick: the
+# client's escaping is LOAD DATA's; nullable columns travel with an IS NULL flag because --batch prints NULL as
+# the word NULL), LOAD DATA LOCAL INFILE on the destination, then DELETE child-first in CHUNK-id ranges.
+floor_moves() {
+  local ds=$1 t c sel load set j min max lo
+  for t in ${TABLES[$ds]}; do
+    sel="" load="" set=""
+    for c in ${COLS[$ds.$t]}; do
+      if [[ ${NULLABLE[$ds.$t]} == *" $c "* ]]; then
+        sel+="${sel:+, }t.\`$c\` IS NULL, t.\`$c\`"
+        load+="${load:+, }@n_$c, @v_$c"
+        set+="${set:+, }\`$c\` = IF(@n_$c, NULL, @v_$c)"
+      else
+        sel+="${sel:+, }t.\`$c\`"
+        load+="${load:+, }\`$c\`"
+      fi
+    done
+    j=$(join_for "$ds" "$t" bench)
+    app source --batch --quick --skip-column-names \
+      -e "SELECT $sel FROM bench.\`$t\` t $j WHERE ${COND[$ds.$t]}" >"$WORK/floor.$t.tsv" || return
+    app destination --local-infile=1 -e "LOAD DATA LOCAL INFILE '$WORK/floor.$t.tsv' INTO TABLE bench_archive.\`$t\`
+      CHARACTER SET utf8mb4 ($load) ${set:+SET $set}" || return
+  done
+  for t in $(echo "${TABLES[$ds]}" | tr ' ' '\n' | tac); do
+    read -r min max < <(awk -F'\t' 'NR == 1 { lo = $1; hi = $1 } { if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 }
+                                   END { print lo + 0, hi + 0 }' "$WORK/floor.$t.tsv")
+    ((max > 0)) || continue
+    j=$(join_for "$ds" "$t" bench)
+    for ((lo = min; lo <= max; lo += CHUNK)); do
+      echo "DELETE t FROM bench.\`$t\` t $j WHERE t.id BETWEEN $lo AND $((lo + CHUNK - 1)) AND ${COND[$ds.$t]};"
+    done | app source -D bench || return
+  done
+  rm -f "$WORK"/floor.*.tsv
+}
+
+run_floor() {
+  local key=$1 scenario=$2 tool=$3 ds=$4 logf="$WORK/$1.log" t0 t1 rc=0
+  reset_dataset "$ds"
+  log "run: $scenario: $tool"
+  t0=$(now)
+  floor_moves "$ds" >"$logf" 2>&1 || rc=$?
+  t1=$(now)
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf"
+}
+
+# -- scenarios --------------------------------------------------------------------------------------------------
+EV=events_$N_EVENTS
+make_events "$N_EVENTS"
+S1="1 single table"
+run_goarchive ga1 "$S1" "goarchive archive (sha256)" "$EV" events.toml bench_events
+run_pt pt1fast "$S1" "pt-archiver fastest (bulk)" "$EV" fast
+run_pt pt1plain "$S1" "pt-archiver plain" "$EV" plain
+
+make_shop
+S2="2 FK tree (5 tables)"
+run_goarchive ga2 "$S2" "goarchive archive (sha256)" shop shop.toml bench_orders
+run_pt pt2 "$S2" "pt-archiver x5 child-first (bulk)" shop fast
+
+run_floor floor1 "3 floor: events" "export + LOAD DATA + DELETE" "$EV"
+run_floor floor2 "3 floor: FK tree" "export + LOAD DATA + DELETE" shop
+
+make_events "$N_SCALE"
+make_events "$((4 * N_SCALE))"
+run_goarchive scaleN "4 scaling N=$N_SCALE" "goarchive archive (sha256)" "events_$N_SCALE" events.toml bench_events
+run_goarchive scale4N "4 scaling 4N=$((4 * N_SCALE))" "goarchive archive (sha256)" "events_$((4 * N_SCALE))" \
+  events.toml bench_events
+
+# -- report -----------------------------------------------------------------------------------------------------
+ratio() { # a / b, or empty when either is missing
+  [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
+}
+ga_of() { case $1 in 1*) echo ga1 ;; 2*) echo ga2 ;; "3 floor: events") echo ga1 ;; "3 floor: FK tree") echo ga2 ;; esac; }
+
+echo
+echo "goarchive benchmark ($([ "$QUICK" = 1 ] && echo quick || echo full) mode), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs,"
+echo "MariaDB $(sq source -e 'SELECT VERSION()'), innodb_flush_log_at_trx_commit=1, sync_binlog=1, binlog ROW;"
+echo "goarchive $("$BIN" version 2>/dev/null | head -n 1), batch_size $BATCH; pt-archiver $(pt-archiver --version | awk '{print $2}') --limit $BATCH --commit-each."
+echo "'vs goarchive' = this run's seconds / goarchive's seconds on the same data (> 1: goarchive is faster)."
+echo
+fmt='%-24s %-34s %9s %9s %10s %12s %8s  %s\n'
+printf -- "$fmt" scenario "tool / mode" rows seconds rows/s "vs goarchive" "RSS MB" result
+printf -- "$fmt" "------------------------" "----------------------------------" "---------" "---------" "----------" \
+  "------------" "--------" "------"
+for row in "${RESULTS[@]}"; do
+  IFS='|' read -r key scenario tool rows secs rss status <<<"$row"
+  rps=$(awk -v r="$rows" -v s="$secs" 'BEGIN { if (s > 0) printf "%.0f", r / s }')
+  vs="-"
+  if [ "$status" = ok ]; then
+    case $key in scale*) vs="" ;; *) vs=$(ratio "$secs" "${SECS[$(ga_of "$scenario")]:-}") ;; esac
+  fi
+  printf -- "$fmt" "$scenario" "$tool" "$rows" "$secs" "$rps" "${vs:--}" "$rss" "$status"
+done
+
+echo
+echo "targets (informative):"
+check() { # description value comparison(awk expr on v) target-text
+  local desc=$1 v=$2 cond=$3 target=$4 verdict
+  if [ -z "$v" ]; then
+    verdict="FAIL (no measurement)"
+    v="-"
+  elif awk -v v="$v" "BEGIN { exit !($cond) }"; then
+    verdict=PASS
+  else
+    verdict=FAIL
+  fi
+  printf '  %-5s %-62s %8s  (target %s)\n' "$verdict" "$desc" "$v" "$target"
+}
+check "single table: goarchive rows/s / pt-archiver fastest" "$(ratio "${SECS[pt1fast]:-}" "${SECS[ga1]:-}")" \
+  "v >= 2" ">= 2"
+check "single table: goarchive rows/s / pt-archiver plain" "$(ratio "${SECS[pt1plain]:-}" "${SECS[ga1]:-}")" \
+  "v >= 10" ">= 10"
+check "FK tree: goarchive rows/s / pt-archiver per-table sequence" "$(ratio "${SECS[pt2]:-}" "${SECS[ga2]:-}")" \
+  "v >= 3" ">= 3"
+check "single table: goarchive time / floor time" "$(ratio "${SECS[ga1]:-}" "${SECS[floor1]:-}")" "v <= 1.5" "<= 1.5"
+check "FK tree: goarchive time / floor time" "$(ratio "${SECS[ga2]:-}" "${SECS[floor2]:-}")" "v <= 1.5" "<= 1.5"
+check "memory: peak RSS(4N) / RSS(N)" "$(ratio "${RSS[scale4N]:-}" "${RSS[scaleN]:-}")" "v <= 1.10" "<= 1.10"
+check "memory: peak RSS(4N) in MB" "${RSS[scale4N]:-}" "v < 200" "< 200"
+check "linear cost: time(4N) / time(N)" "$(ratio "${SECS[scale4N]:-}" "${SECS[scaleN]:-}")" "v <= 4.4" "<= 4.4"
+echo
+log "done in ${SECONDS}s"
+if ((FAILED)); then
+  echo "bench.sh: at least one run failed or did not verify (see above); logs in $WORK" >&2
+  exit 1
+fi
