@@ -74,6 +74,7 @@ CREATE TABLE IF NOT EXISTS {schema}.`batches` (
   `job_id`      BIGINT UNSIGNED NOT NULL,
   `run_id`      BIGINT UNSIGNED NOT NULL,
   `batch_no`    INT UNSIGNED NOT NULL,
+  `scope`       CHAR(32)     NOT NULL,
   `state`       VARCHAR(16)  NOT NULL,
   `unfinished`  TINYINT AS (CASE WHEN `state` IN ('copied', 'deleting') THEN 1 ELSE NULL END) STORED,
   `roots`       INT UNSIGNED NOT NULL,
@@ -84,17 +85,21 @@ CREATE TABLE IF NOT EXISTS {schema}.`batches` (
   `updated_at`  DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   PRIMARY KEY (`id`),
   KEY `k_job_unfinished` (`job_id`, `unfinished`, `id`),
+  KEY `k_scope_unfinished` (`scope`, `unfinished`, `job_id`),
   KEY `k_job_state_updated` (`job_id`, `state`, `updated_at`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- No double claiming (I2): while a batch is unfinished, each of its roots holds one claim row, keyed by a hash of
--- the source server, database, root table and root key. A second claim of the same root, by any job, is a
--- duplicate key. Claims are inserted with the batch and deleted when it is done.
-CREATE TABLE IF NOT EXISTS {schema}.`claims` (
-  `claim`    BINARY(16)      NOT NULL,
-  `batch_id` BIGINT UNSIGNED NOT NULL,
-  `job_id`   BIGINT UNSIGNED NOT NULL,
-  PRIMARY KEY (`claim`)
+-- No double claiming (I2): a root is in at most one job's unfinished batch. `scope` hashes the source server,
+-- database and root table. Claiming a batch is a guarded write on its scope's row: read `version`, bump it
+-- with `WHERE version = <read>` (affected rows must be 1, which also holds the row until commit), check that no
+-- unfinished batch of another job in the scope holds one of the batch's roots, insert the batch. Two claimers of
+-- one scope serialize on that row; the later one finds the version changed and is refused. A batch's move to a
+-- terminal state turns `unfinished` to NULL, releasing its roots with it (seed 000, §3.1).
+CREATE TABLE IF NOT EXISTS {schema}.`claim_scopes` (
+  `scope`      CHAR(32)        NOT NULL,
+  `version`    BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  `updated_at` DATETIME(6)     NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (`scope`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- One row per (job, root) for the few roots that need a memory after their batch: 'changed' (left in the source

@@ -425,7 +425,6 @@ void Engine::write_finish(Batch& batch) {
   }
   batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "done", batch.version,
                                         static_cast<unsigned>(left_in_source.size()));
-  m_registry.release_claims(m_dst, batch.id, batch.claims);
   if (m_mode == Mode::archive) refresh(batch, left_in_source);
   if (m_mode == Mode::copy_only) {
     std::vector<std::string> hashes;
@@ -732,8 +731,6 @@ void Engine::account(Batch& batch) {
 // (`finished`), then this batch's claim (the guarded write), its rows, their verification and its move to
 // deleting (archive) or done (copy-only). One commit per batch on the destination.
 void Engine::prepare(Batch& batch, std::vector<Batch*>& finished) {
-  batch.claims.clear();
-  for (const auto& r : batch.roots) batch.claims.push_back(tracking::claim_hash(m_scope, r));
   spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
   m_stats.t_select += batch.t_read;
   bool sha = m_job.processing.verification == config::VerifyMethod::sha256;

@@ -77,7 +77,6 @@ struct Batch {
   double t_read = 0, t_delete = 0;
   std::vector<std::vector<std::string>> root_keys;  // key values per root
   std::vector<tracking::RootKey> roots;             // encoded + hash
-  std::vector<std::string> claims;                  // claim hash per root
   std::vector<TableBatch> tables;                   // by node index
 };
 

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <set>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -246,35 +248,43 @@ std::string pack_keys(const std::vector<RootKey>& keys) {
 
 std::vector<std::string> unpack_keys(const std::string& blob) { return decode_key(blob); }
 
-std::string claim_hash(const std::string& scope, const RootKey& key) {
-  return sha256(scope + '\0' + key.encoded).substr(0, 16);
-}
-
 unsigned long long Registry::claim_batch(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
                                          unsigned batch_no, const std::string& scope, const std::vector<RootKey>& keys,
                                          const std::string& state) const {
-  conn.execute(fmt::format("INSERT INTO {} (job_id, run_id, batch_no, state, roots, root_keys) VALUES ({}, {}, {}, {}, "
-                           "{}, {})",
-                           table("batches"), job_id, run_id, batch_no, sql::quote(state), keys.size(),
-                           sql::hex_literal(pack_keys(keys))));
-  unsigned long long batch_id = std::stoull(conn.scalar("SELECT LAST_INSERT_ID()").value_or("0"));
-  std::string values;
-  values.reserve(keys.size() * 64);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (i) values += ',';
-    values += fmt::format("({},{},{})", sql::hex_literal(claim_hash(scope, keys[i])), batch_id, job_id);
+  // The scope's row exists once (a duplicate key is an answer), then the guarded write: bump its version from
+  // the one read, which holds the row until this transaction ends.
+  conn.execute(fmt::format("INSERT INTO {} (scope) VALUES ({}) ON DUPLICATE KEY UPDATE scope = scope",
+                           table("claim_scopes"), sql::quote(scope)));
+  auto version = conn.scalar(fmt::format("SELECT version FROM {} WHERE scope = {}", table("claim_scopes"),
+                                         sql::quote(scope)));
+  uint64_t n = conn.execute(fmt::format("UPDATE {} SET version = version + 1, updated_at = NOW(6) WHERE scope = {} "
+                                        "AND version = {}",
+                                        table("claim_scopes"), sql::quote(scope), version.value_or("0")));
+  if (n != 1) preempted("claiming a batch (another run claimed roots of the same table at the same moment)", n, 1);
+  // Unfinished batches of other jobs on the same root table: none, unless the locks were bypassed.
+  db::RowSet others = conn.query(fmt::format(
+      "SELECT b.root_keys, j.name FROM {} b JOIN {} j ON j.id = b.job_id WHERE b.scope = {} AND b.unfinished = 1 "
+      "AND b.job_id <> {}",
+      table("batches"), table("jobs"), sql::quote(scope), job_id));
+  if (others.rows() > 0) {
+    std::set<std::string> mine;
+    for (const auto& k : keys) mine.insert(k.encoded);
+    for (size_t i = 0; i < others.rows(); ++i) {
+      for (const auto& k : unpack_keys(others.cell(i, 0))) {
+        if (mine.count(k)) {
+          throw Error(fmt::format("a root of this batch is already claimed as unfinished work by job \"{}\" in the "
+                                  "tracking registry {} (no double claiming); rerun that job so its recovery "
+                                  "finishes its work",
+                                  others.cell(i, 1), m_schema));
+        }
+      }
+    }
   }
-  try {
-    uint64_t n = conn.execute(fmt::format("INSERT INTO {} (claim, batch_id, job_id) VALUES {}", table("claims"), values));
-    if (n != keys.size()) preempted("claiming roots", n, keys.size());
-  } catch (const db::DbError& e) {
-    if (!e.duplicate_key()) throw;
-    throw Error(fmt::format("a root of this batch is already claimed as unfinished work by another job in the "
-                            "tracking registry {} (no double claiming); run `goarchive jobs` to see which job, and "
-                            "rerun that job so its recovery finishes its work",
-                            m_schema));
-  }
-  return batch_id;
+  conn.execute(fmt::format("INSERT INTO {} (job_id, run_id, batch_no, scope, state, roots, root_keys) VALUES ({}, {}, "
+                           "{}, {}, {}, {}, {})",
+                           table("batches"), job_id, run_id, batch_no, sql::quote(scope), sql::quote(state),
+                           keys.size(), sql::hex_literal(pack_keys(keys))));
+  return std::stoull(conn.scalar("SELECT LAST_INSERT_ID()").value_or("0"));
 }
 
 unsigned Registry::adopt(db::Connection& conn, unsigned long long batch_id, unsigned long long run_id,
@@ -295,14 +305,6 @@ unsigned Registry::transition(db::Connection& conn, unsigned long long batch_id,
       table("batches"), sql::quote(to), changed, batch_id, version, in_list(from)));
   if (n != 1) preempted(fmt::format("marking batch {} {}", batch_id, to), n, 1);
   return version + 1;
-}
-
-void Registry::release_claims(db::Connection& conn, unsigned long long batch_id,
-                              const std::vector<std::string>& claims) const {
-  if (claims.empty()) return;
-  uint64_t n = conn.execute(fmt::format("DELETE FROM {} WHERE claim IN ({}) AND batch_id = {}", table("claims"),
-                                        hex_list(claims), batch_id));
-  if (n != claims.size()) preempted(fmt::format("releasing the claims of batch {}", batch_id), n, claims.size());
 }
 
 void Registry::mark_roots(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes,

@@ -46,8 +46,7 @@ struct BatchRow {
 // The batch's root keys as one blob (u32 length + encoded key, per root) and back.
 std::string pack_keys(const std::vector<RootKey>& keys);
 std::vector<std::string> unpack_keys(const std::string& blob);
-// The claim of a root (I2): a hash over the root's scope (source, database, root table) and its key.
-std::string claim_hash(const std::string& scope, const RootKey& key);
+
 
 class Registry {
 public:
@@ -78,8 +77,8 @@ public:
   void finish_run(db::Connection& conn, unsigned long long job_id, unsigned long long run_id, const std::string& status,
                   int exit_code, const std::string& reason, const std::string& summary_json) const;
 
-  // Claims a batch (I2, guarded write first): inserts the batch row in `state`, then one claim per root; a
-  // duplicate claim means another job holds one of these roots as unfinished work. Returns the batch id.
+  // Claims a batch (I2): a guarded write on the scope's row (see tracking_schema), a check that no other job's
+  // unfinished batch in the scope holds one of these roots, then the batch row in `state`. Returns its id.
   unsigned long long claim_batch(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
                                  unsigned batch_no, const std::string& scope, const std::vector<RootKey>& keys,
                                  const std::string& state) const;
@@ -89,8 +88,6 @@ public:
   // Moves a batch from one of `from` to `to`, guarded by state and version (I6). Returns the new version.
   unsigned transition(db::Connection& conn, unsigned long long batch_id, const std::vector<std::string>& from,
                       const std::string& to, unsigned version, unsigned changed = 0) const;
-  // Deletes the claims of a finished batch; throws unless exactly `claims.size()` rows went.
-  void release_claims(db::Connection& conn, unsigned long long batch_id, const std::vector<std::string>& claims) const;
   // Per-root marks ('changed', 'copied'): set, read back for a set of roots, count, remove.
   void mark_roots(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes,
                   const std::string& state) const;
