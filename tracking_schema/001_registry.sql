@@ -102,9 +102,9 @@ CREATE TABLE IF NOT EXISTS {schema}.`claim_scopes` (
   PRIMARY KEY (`scope`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- One row per (job, root) for the few roots that need a memory after their batch: 'changed' (left in the source
--- because it changed after its copy; the next run replaces its archived copy) and 'copied' (copy-only: not
--- copied again by a rerun).
+-- One row per (job, root) for the roots that need a memory after their batch: 'copied' marks written by
+-- copy-only, so that a rerun does not copy a root again and a later archive of the same job replaces that copy
+-- with the root's current version.
 CREATE TABLE IF NOT EXISTS {schema}.`root_marks` (
   `job_id`        BIGINT UNSIGNED NOT NULL,
   `root_key_hash` BINARY(16)   NOT NULL,

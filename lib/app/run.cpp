@@ -79,8 +79,7 @@ public:
     conn->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     m_conn = std::move(conn);
   }
-  // The registry session, shared with the engine for its out-of-transaction registry writes.
-  pipeline::RegistrySession session() { return {m_conn.get(), &m_session_mutex}; }
+
 
 private:
   void loop() {
@@ -468,8 +467,7 @@ int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& met
 
   int retries = 0;
   while (true) {
-    pipeline::Engine engine(mode, job, tables, *src, *dst, registry, jr.id, run_id, root_scope(cfg, job), hooks,
-                            heartbeat.session());
+    pipeline::Engine engine(mode, job, tables, *src, *dst, registry, jr.id, run_id, root_scope(cfg, job), hooks);
     try {
       bool completed = engine.run();
       stats = engine.stats();

@@ -324,7 +324,10 @@ public:
     });
     take("SOCKET", [&](const std::string& v) { set(section + ".socket", s.socket = v, Origin::environment); });
     take("USER", [&](const std::string& v) { set(section + ".user", s.user = v, Origin::environment); });
-    take("DATABASE", [&](const std::string& v) { set(section + ".database", s.database = v, Origin::environment); });
+    take("DATABASE", [&](const std::string& v) {
+      check_identifier(v, prefix + "DATABASE");
+      set(section + ".database", s.database = v, Origin::environment);
+    });
     take("PASSWORD", [&](const std::string& v) {
       s.password = Secret(v);
       s.password_error.clear();

@@ -104,10 +104,9 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
 
 Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables, db::Connection& source,
                db::Connection& destination, const tracking::Registry& registry, unsigned long long job_id,
-               unsigned long long run_id, std::string scope, Hooks hooks, RegistrySession registry_session)
+               unsigned long long run_id, std::string scope, Hooks hooks)
     : m_mode(mode), m_job(job), m_tables(std::move(tables)), m_src(source), m_dst(destination),
-      m_registry(registry), m_job_id(job_id), m_run_id(run_id), m_scope(std::move(scope)), m_hooks(std::move(hooks)),
-      m_session(registry_session) {
+      m_registry(registry), m_job_id(job_id), m_run_id(run_id), m_scope(std::move(scope)), m_hooks(std::move(hooks)) {
   plan::Tree tree(job);
   m_copy_order = tree.copy_order();
   for (const auto& t : m_tables) m_stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
@@ -766,19 +765,11 @@ void Engine::prepare(Batch& batch, std::vector<Batch*>& finished) {
 
 void Engine::mark_deleting(Batch& batch) {
   if (m_mode != Mode::archive) return;  // purge claims its batches as deleting; copy-only never deletes
-  auto move = [&](db::Connection& conn) {
-    db::Transaction tx(conn);
-    unsigned v = m_registry.transition(conn, batch.id, {"copied", "deleting"}, "deleting", batch.version);
-    m_hooks.before_commit();
-    tx.commit();
-    batch.version = v;
-  };
-  if (m_session.conn) {
-    std::lock_guard<std::mutex> guard(*m_session.mutex);
-    move(*m_session.conn);
-  } else {
-    move(m_dst);
-  }
+  db::Transaction tx(m_dst);
+  unsigned v = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "deleting", batch.version);
+  m_hooks.before_commit();
+  tx.commit();
+  batch.version = v;
   fault::point("after_mark_deleting");
 }
 
@@ -857,7 +848,8 @@ private:
 // archive and purge: the source side of batch n (lock, re-check, delete) and the read of batch n+1 run on a
 // worker thread, on the source connection, while the main thread copies and verifies the next batch on the
 // destination connection. Each batch still goes read -> copy -> verify -> mark deleting -> delete -> done, in
-// that order; at most three batches are in memory.
+// that order; at most four batches are in memory (one read ahead, one copying, one deleting, one waiting for
+// its done, which rides in the next copy transaction).
 bool Engine::pipelined_loop() {
   std::optional<std::vector<std::string>> cursor;  // touched only by worker tasks, in order
   std::unique_ptr<Batch> current, next, deleting;
@@ -915,12 +907,9 @@ bool Engine::pipelined_loop() {
     spdlog::info("batch {} delete phase start", current->no);
     m_hooks.progress(m_stats, "deleting");
     wait_delete();  // the previous batch's delete, which ran beside this batch's copy
-    // On the worker: the move to deleting (its own destination session) and the source delete, beside the next
-    // batch's copy on the main thread.
-    delete_done = worker.submit([this, pb = current.get()] {
-      mark_deleting(*pb);
-      remove_source(*pb);
-    });
+    mark_deleting(*current);
+    // On the worker: the source delete, beside the next batch's copy on the main thread.
+    delete_done = worker.submit([this, pb = current.get()] { remove_source(*pb); });
     deleting = std::move(current);
     read_done.get();
     current = std::move(next);

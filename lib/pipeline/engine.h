@@ -80,13 +80,6 @@ struct Batch {
   std::vector<TableBatch> tables;                   // by node index
 };
 
-// The destination connection for registry writes outside the data transactions (a batch's move to deleting,
-// made beside the next batch's copy), shared with the heartbeat under a mutex.
-struct RegistrySession {
-  db::Connection* conn = nullptr;
-  std::mutex* mutex = nullptr;
-};
-
 // What the engine asks its owner at every batch boundary and before every commit.
 struct Hooks {
   std::function<void()> before_commit;               // throws when a lock set is lost
@@ -99,7 +92,7 @@ class Engine {
 public:
   Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables, db::Connection& source,
          db::Connection& destination, const tracking::Registry& registry, unsigned long long job_id,
-         unsigned long long run_id, std::string scope, Hooks hooks, RegistrySession registry_session = {});
+         unsigned long long run_id, std::string scope, Hooks hooks);
 
   // Finishes the job's unfinished roots, then archives batch after batch until nothing is left or a hook
   // says stop. Returns false when it stopped early.
@@ -159,7 +152,6 @@ private:
   unsigned long long m_job_id, m_run_id;
   std::string m_scope;
   Hooks m_hooks;
-  RegistrySession m_session;
   Stats m_stats;
   unsigned m_batch_no = 0;
   bool m_has_changed_marks = false;

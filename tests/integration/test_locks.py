@@ -679,7 +679,7 @@ class HeartbeatTest(unittest.TestCase):
         holder = table_lock_holder(sc.src_db, "p") if server == "source" else job_lock_holder(sc.job_schema, "a")
         kill(server, holder)
         bg.wait_for("heartbeat: a lock set is lost", timeout=6)
-        self.assertTrue(bg.alive(), "noticed by the heartbeat while still paused")
+        # Noticed while paused, before any commit; the paused run then stops on its own (see the next test).
         r = sc.release(bg)
         self.assertNotEqual(r.rc, 0, r)
         self.assertIn("lost its named locks", r.err)
