@@ -707,6 +707,34 @@ void Engine::remove_source(Batch& batch) {
   batch.t_delete = since(t0);
 }
 
+void Engine::finish_all(std::vector<std::unique_ptr<Batch>>& batches) {
+  std::vector<Batch*> ps;
+  for (auto& b : batches) ps.push_back(b.get());
+  finish(ps);
+  batches.clear();
+}
+
+// prepare() with the end of `pending` batches folded into its transaction. When the batch fails, the earlier
+// batches are fine: `settle` waits for what is still under way, and their end is recorded on its own before
+// the failure is reported.
+void Engine::prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pending,
+                           const std::function<void()>& settle) {
+  std::vector<Batch*> ps;
+  for (auto& b : pending) ps.push_back(b.get());
+  try {
+    prepare(batch, ps);
+    pending.clear();
+  } catch (...) {
+    try {
+      settle();
+      finish_all(pending);
+    } catch (const std::exception& e) {
+      spdlog::error("the batches before batch {} could not be recorded as done: {}", batch.no, e.what());
+    }
+    throw;
+  }
+}
+
 // Counts a batch whose end is committed.
 void Engine::account(Batch& batch) {
   size_t dirty = 0;
@@ -869,17 +897,10 @@ bool Engine::pipelined_loop() {
     delete_done.get();
     deleted.push_back(std::move(deleting));
   };
-  auto pointers = [&]() {
-    std::vector<Batch*> out;
-    for (auto& b : deleted) out.push_back(b.get());
-    return out;
-  };
   // Writes the end of every batch whose delete committed, in a transaction of its own.
   auto flush = [&]() {
     wait_delete();
-    auto ps = pointers();
-    finish(ps);
-    deleted.clear();
+    finish_all(deleted);
   };
   if (!m_hooks.boundary("batch")) return false;
   m_hooks.gate("batch");
@@ -889,20 +910,8 @@ bool Engine::pipelined_loop() {
     current->no = ++m_batch_no;
     next = std::make_unique<Batch>();
     read_done = submit_read(*next);  // prefetch, behind the delete of the previous batch
-    try {
-      // The end of batches deleted so far rides in this batch's copy transaction.
-      auto ps = pointers();
-      prepare(*current, ps);
-      deleted.clear();
-    } catch (...) {
-      // The earlier batches are fine: record their end before reporting this batch's failure.
-      try {
-        flush();
-      } catch (const std::exception& e) {
-        spdlog::error("the batches before batch {} could not be recorded as done: {}", current->no, e.what());
-      }
-      throw;
-    }
+    // The end of batches deleted so far rides in this batch's copy transaction.
+    prepare_after(*current, deleted, wait_delete);
     m_hooks.gate("delete");
     spdlog::info("batch {} delete phase start", current->no);
     m_hooks.progress(m_stats, "deleting");
@@ -961,16 +970,7 @@ bool Engine::recover() {
 bool Engine::batch_loop() {
   std::optional<std::vector<std::string>> last;
   std::vector<std::unique_ptr<Batch>> copied;  // copy committed, not yet marked done
-  auto pointers = [&]() {
-    std::vector<Batch*> out;
-    for (auto& b : copied) out.push_back(b.get());
-    return out;
-  };
-  auto flush = [&]() {
-    auto ps = pointers();
-    finish(ps);
-    copied.clear();
-  };
+  auto flush = [&]() { finish_all(copied); };
   while (true) {
     if (!m_hooks.boundary("batch")) {
       flush();
@@ -986,18 +986,7 @@ bool Engine::batch_loop() {
     last = m_next_after;
     if (batch->roots.empty()) continue;  // every root of this range was copied before
     batch->no = ++m_batch_no;
-    try {
-      auto ps = pointers();
-      prepare(*batch, ps);
-      copied.clear();
-    } catch (...) {
-      try {
-        flush();
-      } catch (const std::exception& e) {
-        spdlog::error("the batches before batch {} could not be recorded as done: {}", batch->no, e.what());
-      }
-      throw;
-    }
+    prepare_after(*batch, copied, [] {});
     copied.push_back(std::move(batch));
   }
   flush();

@@ -117,6 +117,8 @@ private:
   void claim(Batch& batch);
   void write_finish(Batch& batch);
   void finish(std::vector<Batch*>& batches);
+  void finish_all(std::vector<std::unique_ptr<Batch>>& batches);
+  void prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pending, const std::function<void()>& settle);
   void account(Batch& batch);
   void refresh(Batch& batch, const std::vector<int>& roots);
   // Drops the rows of the roots for which `drop` is true from every table of the batch.
