@@ -90,11 +90,11 @@ CREATE TABLE IF NOT EXISTS {schema}.`batches` (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- No double claiming (I2): a root is in at most one job's unfinished batch. `scope` hashes the source server,
--- database and root table. Claiming a batch is a guarded write on its scope's row: read `version`, bump it
--- with `WHERE version = <read>` (affected rows must be 1, which also holds the row until commit), check that no
--- unfinished batch of another job in the scope holds one of the batch's roots, insert the batch. Two claimers of
--- one scope serialize on that row; the later one finds the version changed and is refused. A batch's move to a
--- terminal state turns `unfinished` to NULL, releasing its roots with it (seed 000, §3.1).
+-- database and root table. Claiming a batch starts with a guarded write on its scope's row (UPDATE ... version =
+-- version + 1, affected rows must be 1), which holds the row until the claim commits: claimers of one scope
+-- serialize, and each then checks that no unfinished batch of another job in the scope holds one of its roots
+-- before it inserts its batch. A batch's move to a terminal state turns `unfinished` to NULL, releasing its
+-- roots with it (seed 000, §3.1).
 CREATE TABLE IF NOT EXISTS {schema}.`claim_scopes` (
   `scope`      CHAR(32)        NOT NULL,
   `version`    BIGINT UNSIGNED NOT NULL DEFAULT 0,

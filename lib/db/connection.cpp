@@ -263,6 +263,8 @@ uint64_t Connection::load_data_local(std::string_view sql, const std::string& da
   }
 }
 
+unsigned long long Connection::last_insert_id() const { return m_mysql ? mysql_insert_id(m_mysql) : 0; }
+
 std::string Connection::escape(std::string_view value) const {
   std::string out(value.size() * 2 + 1, '\0');
   unsigned long n = mysql_real_escape_string(m_mysql, out.data(), value.data(), static_cast<unsigned long>(value.size()));

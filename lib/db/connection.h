@@ -93,6 +93,7 @@ public:
   uint64_t load_data_local(std::string_view sql, const std::string& data);
 
   std::string escape(std::string_view value) const;
+  unsigned long long last_insert_id() const;  // of the last INSERT on this session (no round trip)
   const ServerInfo& info() const { return m_info; }
   const config::ServerConfig& server() const { return m_server; }
   std::string label() const;  // "source 127.0.0.1:3306"

@@ -472,40 +472,69 @@ void Engine::refresh(Batch& batch, const std::vector<int>& roots) {
                batch.no, roots.size(), removed);
 }
 
-void Engine::insert_rows(Batch& batch, size_t t, const std::vector<size_t>& rows) {
+std::vector<Statement> Engine::build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const {
   const TableMeta& m = m_tables[t];
   const TableBatch& tb = batch.tables[t];
-  if (rows.empty()) return;
+  std::vector<Statement> out;
   const std::string head = fmt::format("INSERT INTO {} ({}) VALUES ", m.destination_name, m.select_list);
   const size_t budget = statement_budget(m_dst);
-  std::string stmt;
-  std::vector<size_t> in_stmt;
-  auto flush = [&]() {
-    if (in_stmt.empty()) return;
-    try {
-      m_dst.execute(stmt);
-      batch.copied[t] += in_stmt.size();
-    } catch (const db::DbError& e) {
-      // A duplicate key is an answer (seed 000, I4): the row is already archived; check it is the same row.
-      if (!e.duplicate_key()) throw;
-      insert_fallback(batch, t, in_stmt);
-    }
-    stmt.clear();
-    in_stmt.clear();
-  };
   for (size_t r : rows) {
-    if (stmt.empty()) stmt = head;
-    else stmt += ',';
+    if (out.empty() || out.back().sql.size() >= budget) {
+      out.push_back(Statement{head, {}});
+      out.back().sql.reserve(std::min<size_t>(budget + 4096, 1 << 20));
+    } else {
+      out.back().sql += ',';
+    }
+    std::string& stmt = out.back().sql;
     stmt += '(';
     for (size_t c = 0; c < m.columns.size(); ++c) {
       if (c) stmt += ',';
       stmt += sql::literal(tb.rows.get(r, c), m.binary[c]);
     }
     stmt += ')';
-    in_stmt.push_back(r);
-    if (stmt.size() >= budget) flush();
+    out.back().rows.push_back(r);
   }
-  flush();
+  return out;
+}
+
+void Engine::run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements) {
+  for (const auto& st : statements) {
+    try {
+      m_dst.execute(st.sql);
+      batch.copied[t] += st.rows.size();
+    } catch (const db::DbError& e) {
+      // A duplicate key is an answer (seed 000, I4): the row is already archived; check it is the same row.
+      if (!e.duplicate_key()) throw;
+      insert_fallback(batch, t, st.rows);
+    }
+  }
+}
+
+void Engine::insert_rows(Batch& batch, size_t t, const std::vector<size_t>& rows) {
+  run_inserts(batch, t, build_inserts(batch, t, rows));
+}
+
+void Engine::prebuild(Batch& batch) {
+  if (batch.prebuilt) return;
+  if (m_job.processing.verification == config::VerifyMethod::sha256) compute_digests(batch);
+  for (size_t t = 0; t < m_tables.size(); ++t) {
+    const TableMeta& m = m_tables[t];
+    TableBatch& tb = batch.tables[t];
+    std::vector<size_t> rows(tb.rows.rows());
+    for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
+    if (m_mode != Mode::purge) tb.inserts = build_inserts(batch, t, rows);
+    std::vector<bool> bin;
+    for (size_t i : m.key_idx) bin.push_back(m.binary[i]);
+    tb.key_conditions.clear();
+    for (size_t start = 0; start < tb.rows.rows(); start += chunk_rows()) {
+      std::vector<sql::KeyLiterals> keys;
+      for (size_t r = start; r < std::min(tb.rows.rows(), start + chunk_rows()); ++r) {
+        keys.push_back(literals(m, tb.rows, r, m.key_idx, bin));
+      }
+      tb.key_conditions.push_back(in_clause(m.key_cols, keys));
+    }
+  }
+  batch.prebuilt = true;
 }
 
 void Engine::insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows) {
@@ -579,10 +608,7 @@ void Engine::copy(Batch& batch) {
       }
     }
     for (int ni : m_copy_order) {
-      const TableBatch& tb = batch.tables[static_cast<size_t>(ni)];
-      std::vector<size_t> rows(tb.rows.rows());
-      for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
-      insert_rows(batch, static_cast<size_t>(ni), rows);
+      run_inserts(batch, static_cast<size_t>(ni), batch.tables[static_cast<size_t>(ni)].inserts);
     }
   }
 }
@@ -600,14 +626,8 @@ void Engine::verify(Batch& batch) {
   for (int ni : m_copy_order) {
     const TableMeta& m = m_tables[static_cast<size_t>(ni)];
     const TableBatch& tb = batch.tables[static_cast<size_t>(ni)];
-    std::vector<bool> bin;
-    for (size_t i : m.key_idx) bin.push_back(m.binary[i]);
     size_t found = 0;
-    for (size_t start = 0; start < tb.rows.rows(); start += chunk_rows()) {
-      std::vector<sql::KeyLiterals> keys;
-      size_t end = std::min(tb.rows.rows(), start + chunk_rows());
-      for (size_t r = start; r < end; ++r) keys.push_back(literals(m, tb.rows, r, m.key_idx, bin));
-      std::string where = in_clause(m.key_cols, keys);
+    for (const std::string& where : tb.key_conditions) {
       if (!sha) {
         found += std::stoull(m_dst.scalar(fmt::format("SELECT COUNT(*) FROM {} WHERE {}", m.destination_name, where))
                                  .value_or("0"));
@@ -760,8 +780,7 @@ void Engine::account(Batch& batch) {
 void Engine::prepare(Batch& batch, std::vector<Batch*>& finished) {
   spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
   m_stats.t_select += batch.t_read;
-  bool sha = m_job.processing.verification == config::VerifyMethod::sha256;
-  if (sha) compute_digests(batch);
+  prebuild(batch);
   m_hooks.progress(m_stats, "copying");
   auto t0 = Clock::now();
   batch.copied.assign(m_tables.size(), 0);
@@ -889,12 +908,15 @@ bool Engine::pipelined_loop() {
       auto t0 = Clock::now();
       read_new_batch(*pb, cursor ? &*cursor : nullptr, false);
       if (!pb->root_keys.empty()) cursor = pb->root_keys.back();
+      prebuild(*pb);
       pb->t_read = since(t0);
     });
   };
   auto wait_delete = [&]() {
     if (!deleting) return;
+    auto t0 = Clock::now();
     delete_done.get();
+    m_stats.t_wait_source += since(t0);
     deleted.push_back(std::move(deleting));
   };
   // Writes the end of every batch whose delete committed, in a transaction of its own.
@@ -920,7 +942,9 @@ bool Engine::pipelined_loop() {
     // On the worker: the source delete, beside the next batch's copy on the main thread.
     delete_done = worker.submit([this, pb = current.get()] { remove_source(*pb); });
     deleting = std::move(current);
+    auto t0 = Clock::now();
     read_done.get();
+    m_stats.t_wait_source += since(t0);
     current = std::move(next);
     if (!m_hooks.boundary("batch")) {
       flush();

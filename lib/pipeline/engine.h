@@ -46,11 +46,18 @@ struct Stats {
   std::vector<TableStats> tables;  // by node index
   unsigned long long batches = 0, roots = 0, roots_done = 0, roots_changed = 0, recovered = 0, retries = 0;
   double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0;
+  double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
 };
 
 // Builds the table metadata of a job from the source catalog (preflight has already checked it).
 std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema::TableInfo>& source_tables,
                                 const config::Job& job, const std::string& source_db, const std::string& dest_db);
+
+// An INSERT statement built ahead of time and the batch rows it carries.
+struct Statement {
+  std::string sql;
+  std::vector<size_t> rows;
+};
 
 // The rows of one table in one batch.
 struct TableBatch {
@@ -59,6 +66,10 @@ struct TableBatch {
   std::vector<std::string> key;       // per row: encoded primary key
   std::vector<std::string> digest;    // per row: SHA-256 of the row serialisation (sha256 mode)
   std::map<std::string, size_t> by_key;
+  // Built ahead (on the source worker, beside the previous batch's copy): the INSERTs and the key conditions
+  // the copy and the verification send.
+  std::vector<Statement> inserts;
+  std::vector<std::string> key_conditions;
 };
 
 struct Batch {
@@ -67,6 +78,7 @@ struct Batch {
   unsigned version = 0;       // its version, the guard of every transition
   bool recovery = false;
   bool loaded = false;        // tables already read (in one snapshot) by read_new_batch
+  bool prebuilt = false;      // digests and statements built (prebuild)
   // Filled by the source side (remove_source), merged into Stats by complete() on the main thread.
   std::vector<unsigned long long> deleted;  // per table
   std::vector<bool> dirty;                  // per root: changed since its copy, left in the source
@@ -125,6 +137,10 @@ private:
   void drop_roots(Batch& batch, const std::vector<bool>& drop);
   void copy(Batch& batch);
   void insert_rows(Batch& batch, size_t t, const std::vector<size_t>& rows);
+  std::vector<Statement> build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
+  void run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements);
+  // Digests and statements of a batch, built before its copy (on the worker in the pipelined loop).
+  void prebuild(Batch& batch);
   void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
   void verify(Batch& batch);
   // The three stages of a batch. prepare and complete use the destination connection; remove_source uses only

@@ -73,6 +73,7 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
   t.set("verify", Json(s.t_verify));
   t.set("delete", Json(s.t_delete));
   t.set("held", Json(s.t_held));
+  t.set("waiting_for_source", Json(s.t_wait_source));
   j.set("phase_seconds", t);
   return j.dump();
 }

@@ -245,16 +245,20 @@ std::vector<std::string> unpack_keys(const std::string& blob) { return decode_ke
 unsigned long long Registry::claim_batch(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
                                          unsigned batch_no, const std::string& scope, const std::vector<RootKey>& keys,
                                          const std::string& state) const {
-  // The scope's row exists once (a duplicate key is an answer), then the guarded write: bump its version from
-  // the one read, which holds the row until this transaction ends.
-  conn.execute(fmt::format("INSERT INTO {} (scope) VALUES ({}) ON DUPLICATE KEY UPDATE scope = scope",
-                           table("claim_scopes"), sql::quote(scope)));
-  auto version = conn.scalar(fmt::format("SELECT version FROM {} WHERE scope = {}", table("claim_scopes"),
-                                         sql::quote(scope)));
-  uint64_t n = conn.execute(fmt::format("UPDATE {} SET version = version + 1, updated_at = NOW(6) WHERE scope = {} "
-                                        "AND version = {}",
-                                        table("claim_scopes"), sql::quote(scope), version.value_or("0")));
-  if (n != 1) preempted("claiming a batch (another run claimed roots of the same table at the same moment)", n, 1);
+  // The guarded write first: bump the scope's version, which holds its row until this transaction ends, so
+  // that claimers of one scope serialize and each sees the batches committed before it. Affected rows 0: the
+  // scope has no row yet; create it (a duplicate key is an answer: another run just did) and bump again.
+  std::string bump = fmt::format("UPDATE {} SET version = version + 1, updated_at = NOW(6) WHERE scope = {}",
+                                 table("claim_scopes"), sql::quote(scope));
+  if (conn.execute(bump) != 1) {
+    try {
+      conn.execute(fmt::format("INSERT INTO {} (scope) VALUES ({})", table("claim_scopes"), sql::quote(scope)));
+    } catch (const db::DbError& e) {
+      if (!e.duplicate_key()) throw;
+    }
+    uint64_t n = conn.execute(bump);
+    if (n != 1) preempted("claiming a batch (the claim scope's row)", n, 1);
+  }
   // Unfinished batches of other jobs on the same root table: none, unless the locks were bypassed.
   db::RowSet others = conn.query(fmt::format(
       "SELECT b.root_keys, j.name FROM {} b JOIN {} j ON j.id = b.job_id WHERE b.scope = {} AND b.unfinished = 1 "
@@ -278,7 +282,7 @@ unsigned long long Registry::claim_batch(db::Connection& conn, unsigned long lon
                            "{}, {}, {}, {}, {})",
                            table("batches"), job_id, run_id, batch_no, sql::quote(scope), sql::quote(state),
                            keys.size(), sql::hex_literal(pack_keys(keys))));
-  return std::stoull(conn.scalar("SELECT LAST_INSERT_ID()").value_or("0"));
+  return conn.last_insert_id();
 }
 
 unsigned Registry::adopt(db::Connection& conn, unsigned long long batch_id, unsigned long long run_id,
