@@ -129,9 +129,10 @@ launch() {
 }
 
 wait_ready() {
-  local name=$1 pid=$2 deadline=$((SECONDS + START_TIMEOUT))
+  local name=$1 pid=$2 deadline=$((SECONDS + START_TIMEOUT)) grace=$((SECONDS + 5))
   until mariadb-admin --no-defaults -S "$(sock_of "$name")" -uroot --connect-timeout=2 ping >/dev/null 2>&1; do
-    if ! is_ours "$pid" "$name" || ((SECONDS >= deadline)); then
+    # Right after the launch the pid may still be the forked shell, not yet mariadbd: give it a few seconds.
+    if { ! is_ours "$pid" "$name" && ((SECONDS >= grace)); } || ((SECONDS >= deadline)); then
       echo "servers.sh: $name did not come up; tail of $(dir_of "$name")/error.log:" >&2
       tail -n 30 "$(dir_of "$name")/error.log" >&2 || true
       exit 1

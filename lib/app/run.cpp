@@ -468,6 +468,7 @@ int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& met
   int retries = 0;
   while (true) {
     pipeline::Engine engine(mode, job, tables, *src, *dst, registry, jr.id, run_id, root_scope(cfg, job), hooks);
+    if (retries > 0) engine.carry_over(stats);  // a retry continues the run's counts
     try {
       bool completed = engine.run();
       stats = engine.stats();

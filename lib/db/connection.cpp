@@ -117,6 +117,19 @@ Connection::Connection(const config::ServerConfig& server, ConnectOptions option
     throw DbError(code, state, label(), m_options.purpose.empty() ? "connecting" : "connecting (" + m_options.purpose + ")",
                   "cannot connect to " + server.role + " " + server.display() + ": " + msg + hint);
   }
+  // The destructor does not run when the constructor throws: close the handle on any failure from here on.
+  try {
+    finish_connect();
+  } catch (...) {
+    mysql_close(m_mysql);
+    m_mysql = nullptr;
+    throw;
+  }
+}
+
+void Connection::finish_connect() {
+  const config::ServerConfig& server = m_server;
+  using config::TlsMode;
   // Connector/C's SSL_ENFORCE alone can fall back to plaintext (MDEV-28634): check the cipher ourselves.
   if (server.tls != TlsMode::disabled && server.tls != TlsMode::preferred && !tls_active()) {
     throw DbError(2026, "HY000", label(), "connecting",

@@ -103,6 +103,7 @@ public:
 
 private:
   [[noreturn]] void fail(std::string_view what);
+  void finish_connect();  // TLS check and session settings after mysql_real_connect
   void run(std::string_view sql);
 
   st_mysql* m_mysql = nullptr;

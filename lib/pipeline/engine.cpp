@@ -422,8 +422,9 @@ void Engine::write_finish(Batch& batch) {
   for (size_t i = 0; i < batch.dirty.size(); ++i) {
     if (batch.dirty[i]) left_in_source.push_back(static_cast<int>(i));
   }
-  batch.version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "done", batch.version,
-                                        static_cast<unsigned>(left_in_source.size()));
+  // The new version counts only once the caller's transaction commits (see finish and prepare).
+  batch.next_version = m_registry.transition(m_dst, batch.id, {"copied", "deleting"}, "done", batch.version,
+                                             static_cast<unsigned>(left_in_source.size()));
   if (m_mode == Mode::archive) refresh(batch, left_in_source);
   if (m_mode == Mode::copy_only) {
     std::vector<std::string> hashes;
@@ -441,7 +442,10 @@ void Engine::finish(std::vector<Batch*>& batches) {
     m_hooks.before_commit();
     tx.commit();
   }
-  for (Batch* b : batches) account(*b);
+  for (Batch* b : batches) {
+    b->version = b->next_version;
+    account(*b);
+  }
   batches.clear();
 }
 
@@ -806,7 +810,10 @@ void Engine::prepare(Batch& batch, std::vector<Batch*>& finished) {
     m_stats.tables[t].copied += batch.copied[t];
     m_stats.tables[t].verified += batch.verified[t];
   }
-  for (Batch* f : finished) account(*f);
+  for (Batch* f : finished) {
+    f->version = f->next_version;
+    account(*f);
+  }
   finished.clear();
 }
 

@@ -76,6 +76,7 @@ struct Batch {
   unsigned no = 0;
   unsigned long long id = 0;  // row in the registry's batches table
   unsigned version = 0;       // its version, the guard of every transition
+  unsigned next_version = 0;  // the version a transition in an uncommitted transaction will give it
   bool recovery = false;
   bool loaded = false;        // tables already read (in one snapshot) by read_new_batch
   bool prebuilt = false;      // digests and statements built (prebuild)
@@ -110,6 +111,8 @@ public:
   // says stop. Returns false when it stopped early.
   bool run();
   const Stats& stats() const { return m_stats; }
+  // Continues counting from an earlier engine of the same run (after a retry).
+  void carry_over(const Stats& stats) { m_stats = stats; }
   unsigned changed_roots() const { return static_cast<unsigned>(m_stats.roots_changed); }
 
   // The SQL a batch would send, for dry-run.

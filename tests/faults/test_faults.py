@@ -45,7 +45,7 @@ POINTS = {
                   "after_batch"],
     "purge": ["creating_schema", "after_locks", "before_delete_commit", "after_delete_commit", "after_batch"],
 }
-KILLS = {"archive": 32, "copy-only": 12, "purge": 12}
+KILLS = {"archive": 40, "copy-only": 15, "purge": 15}
 
 
 def setUpModule():
@@ -132,30 +132,41 @@ class ProcessFaults(Base):
     """SIGKILLs at random instants (seeded): a random fault point with a random n, or a SIGKILL from outside after a
     random delay; a round kills a chain of 1-4 runs (each the rerun of the one before), then reruns to the end."""
 
+    def remaining_batches(self, sc, mode, batch, cold_roots):
+        """Batches the next run has left (plus one for a recovery batch)."""
+        if mode == "copy-only":
+            left = len(cold_roots) - sc.count("destination", "orders")
+        else:
+            left = len(cold_roots & set(table_rows("source", sc.src_db, "orders")))
+        return max(1, math.ceil(left / batch) + 1)
+
     def campaign(self, mode, wanted):
         rng = random.Random(f"{SEED}:{mode}")
-        kills = rounds = completed_early = 0
-        full = 0.6  # seconds a whole run takes (the timer kills' range), learnt from the runs that finish
+        kills = rounds = outlived = 0
+        durations = [0.4]  # seconds whole first runs took: the timer kills' range
+        weights = [1 if p in ONCE else 3 for p in POINTS[mode]]
         while kills < wanted:
             rounds += 1
+            self.assertLess(rounds, 4 * wanted, f"only {kills} SIGKILLs in {rounds} rounds: a build without the "
+                                                f"fault hooks (Debug only)?")
             batch = rng.randint(5, 10)
             orders = rng.choice([80, 100, 120])
             verification = rng.choice(["sha256", "sha256", "count"])
             processing = {"batch_size": batch, "delete_batch_size": rng.randint(2, 8)}
             sc, cfg, snap, expect = self.shop(f"pk{mode[0]}", mode, orders, processing, verification)
-            batches = math.ceil(orders / 2 / batch)
+            cold_roots = {k for k, place in expect["orders"].items() if place != "src"}
             args = [mode, "-c", cfg, "-j", "old", "--no-progress"]
             round_kills = 0
             finished = False
             for attempt in range(rng.randint(1, 4)):
                 if rng.random() < 0.5:
-                    point = rng.choice(POINTS[mode])
-                    n = 1 if point in ONCE else rng.randint(1, batches + 1)
+                    point = rng.choices(POINTS[mode], weights)[0]
+                    n = 1 if point in ONCE else rng.randint(1, self.remaining_batches(sc, mode, batch, cold_roots))
                     how = f"GOARCHIVE_FAULT={point}:{n}"
                     t0 = time.monotonic()
                     rc, out, err = run_goarchive(args, env={"GOARCHIVE_FAULT": f"{point}:{n}"})
                 else:
-                    delay = round(rng.uniform(0.0, full * 1.1), 3)
+                    delay = round(rng.uniform(0.0, sum(durations) / len(durations)), 3)
                     how = f"SIGKILL after {delay}s"
                     t0 = time.monotonic()
                     rc, out, err = run_goarchive(args, kill_after=delay)
@@ -166,12 +177,14 @@ class ProcessFaults(Base):
                     round_kills += 1
                     STATS["faults_injected"] += 1
                     STATS[f"kills_{mode}"] += 1
+                    STATS["kills_by_timer" if how.startswith("SIGKILL") else "kills_at_point"] += 1
                     note(f"{what} killed")
                     self.check(sc, snap, expect, False, "after a kill " + what)
                     continue
                 self.assertEqual(rc, 0, f"{what} neither killed nor finished: rc={rc}\n{tail(err)}")
-                full = max(full, time.monotonic() - t0) if attempt == 0 else full
-                completed_early += 1
+                if attempt == 0:
+                    durations.append(time.monotonic() - t0)
+                outlived += 1
                 finished = True
                 break
             if not finished:
@@ -184,7 +197,7 @@ class ProcessFaults(Base):
             self.assertIn("nothing to do", r.out, f"a run after the finished one found work {what}")
             STATS["faults_survived"] += round_kills
             sc.cleanup()  # now, not at the test's end: keep the servers small
-        print(f"\n  {mode}: {kills} SIGKILLs in {rounds} rounds ({completed_early} runs outlived their fault)",
+        print(f"\n  {mode}: {kills} SIGKILLs in {rounds} rounds ({outlived} runs outlived their fault)",
               file=sys.stderr, flush=True)
 
     def test_archive_sigkills(self):
@@ -225,7 +238,7 @@ class ServerFaults(Base):
         bg = sc.background(mode, cfg, "old")
         try:
             faultkit.wait_until(lambda: faultkit.lock_waits(server) > 0 or not bg.alive(), 60,
-                                f"goarchive to wait for the test's row lock on the {server}")
+                                f"goarchive to wait for the test's row lock on the {server}", interval=0.3)
         except AssertionError as e:
             blocker.release()
             raise AssertionError(f"{e}; goarchive's log:\n{tail(bg.err)}") from None
@@ -249,12 +262,16 @@ class ServerFaults(Base):
         sc, cfg, snap, expect = self.shop("sfa", orders=self.ORDERS)
         root, item = self.target_rows(sc, snap)
         blocker, bg = self.background_blocked(sc, cfg, "destination", self.dst_copy_blocker(sc, snap, item))
+        time.sleep(0.5)  # the source thread finishes what it had under way
+        source_before = {t: gatest.checksum_table("source", sc.src_db, t) for t in SHOP_TABLES}
         try:
             servers("stop", "destination")
             STATS["faults_injected"] += 1
             STATS["server_stops"] += 1
             note(f"destination stopped while goarchive copies the batch of root {root}")
             r = bg.finish(timeout=90)  # raises if it hangs
+            self.assertEqual({t: gatest.checksum_table("source", sc.src_db, t) for t in SHOP_TABLES}, source_before,
+                             "goarchive deleted from the source after its destination (and lock session) went away")
         finally:
             blocker.release()
             servers("start", "destination")
@@ -269,12 +286,20 @@ class ServerFaults(Base):
         sc, cfg, snap, expect = self.shop("sfb", orders=self.ORDERS)
         root, item = self.target_rows(sc, snap)
         blocker, bg = self.background_blocked(sc, cfg, "source", self.src_delete_blocker(sc, item))
+        time.sleep(0.5)  # the destination thread finishes what it had under way
+
+        def destination_state():
+            return ({t: gatest.checksum_table("destination", sc.dst_db, t) for t in SHOP_TABLES}, sc.log_rows())
+
+        destination_before = destination_state()
         try:
             servers("stop", "source")
             STATS["faults_injected"] += 1
             STATS["server_stops"] += 1
             note(f"source stopped while goarchive deletes the batch of root {root}")
             r = bg.finish(timeout=90)
+            self.assertEqual(destination_state(), destination_before,
+                             "goarchive committed on the destination after its source (and lock session) went away")
         finally:
             blocker.release()
             servers("start", "source")
@@ -314,6 +339,66 @@ class ServerFaults(Base):
 
     def test_c2_source_lock_session_killed(self):
         self.lock_session_killed("source")
+
+    # -- (e) a row lock held by the application past innodb_lock_wait_timeout: retryable -----------------------------
+    def lock_wait_timeout(self, server):
+        sc, cfg, snap, expect = self.shop(f"sfe{server[0]}", orders=self.ORDERS)
+        root, item = self.target_rows(sc, snap)
+        gatest.sql(server, "SET GLOBAL innodb_lock_wait_timeout = 2")  # goarchive's sessions start with it
+        self.addCleanup(gatest.sql, server, "SET GLOBAL innodb_lock_wait_timeout = 50")
+        stmts = self.dst_copy_blocker(sc, snap, item) if server == "destination" else self.src_delete_blocker(sc, item)
+        blocker, bg = self.background_blocked(sc, cfg, server, stmts)
+        try:
+            STATS["faults_injected"] += 1
+            STATS["lock_wait_timeouts"] += 1
+            bg.wait_for("retryable error (1205)", timeout=30)
+            note(f"{server}: lock wait timeout inside the batch of root {root}")
+        finally:
+            blocker.release()
+        r = bg.finish(timeout=90)
+        self.assertEqual(r.rc, 0, f"a lock wait timeout is retryable; the run should finish: {r}")
+        self.check(sc, snap, expect, True, f"after a lock wait timeout on the {server}")
+        self.assert_finished(sc, cfg)
+        STATS["faults_survived"] += 1
+        return r
+
+    def test_e1_destination_lock_wait_timeout_mid_copy_is_retried(self):
+        r = self.lock_wait_timeout("destination")
+        # The batches whose end rode in the rolled-back copy transaction must be recorded done with their real
+        # version, not refused as someone else's stale write.
+        self.assertNotIn("stale write", r.err, f"misleading stale-write error after the engine's own rollback: {r}")
+
+    def test_e2_source_lock_wait_timeout_mid_delete_is_retried(self):
+        r = self.lock_wait_timeout("source")
+        self.assertNotIn("stale write", r.err, r)
+
+    # -- (f) a batch that fails for good (a conflicting archived row): the batches before it stay finished -----------
+    def test_f_failed_batch_keeps_the_earlier_batches_finished(self):
+        sc, cfg, snap, expect = self.shop("sff", orders=self.ORDERS)
+        root, item = self.target_rows(sc, snap)
+        stale = list(snap["shipment_items"][item])
+        stale[3] += 1000  # qty: a different row under the same key, already in the destination
+        conn = gatest.connect("destination", sc.dst_db)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION foreign_key_checks = 0")
+                cur.execute("INSERT INTO shipment_items VALUES (%s, %s, %s, %s)", stale)
+        finally:
+            conn.close()
+        STATS["faults_injected"] += 1
+        STATS["conflicts"] += 1
+        r = sc.go("archive", cfg, "old")
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("already in the destination with different content", r.err, r)
+        deleted = len(snap["orders"]) - sc.count("source", "orders")
+        batches = gatest.sql("destination", "SELECT id, state, roots FROM batches ORDER BY id", db=sc.job_schema)
+        note(f"conflicting row in the batch of root {root}: exit {r.rc}, {deleted} orders deleted, registry {batches}")
+        # Every batch before the failed one was copied, verified and deleted: the registry must say done, not leave
+        # them "deleting" (unfinished work that the guard holds against every job sharing these tables).
+        left = sc.unfinished()
+        gatest.sql("destination", "DELETE FROM shipment_items WHERE id = %s", item, db=sc.dst_db)
+        self.survived(sc, cfg, snap, expect, "a conflicting row")
+        self.assertEqual(left, 0, f"batches whose delete committed were left unfinished: {batches}\n{r}")
 
     # -- (d) connections cut by a loopback proxy ------------------------------------------------------------------------
     def proxied_shop(self, tag):
@@ -398,7 +483,7 @@ class ServerFaults(Base):
         for i in range(6):
             sides = rng.choice([["source"], ["destination"], ["source", "destination"]])
             scope = rng.choice(["all", "data"])
-            self.proxy_round(f"sfd4{i}", sides, scope, after_batch=rng.randint(1, 8),
+            self.proxy_round(f"sfd4{i}", sides, scope, after_batch=rng.randint(1, 6),
                              extra_delay=round(rng.uniform(0, 0.12), 3), refuse=rng.choice([0.0, 0.5]))
 
 
