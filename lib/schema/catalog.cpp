@@ -76,8 +76,12 @@ TableInfo read_table(db::Connection& conn, const std::string& database, const st
   t.table_type = info.cell(0, 0);
   t.engine = info.cell(0, 1);
   db::RowSet cols = conn.query(
+      // EXTRA says "VIRTUAL GENERATED" / "STORED GENERATED" on MariaDB and MySQL 8 alike (MySQL has no
+      // IS_GENERATED column). Not just "%GENERATED%": MySQL marks `DEFAULT CURRENT_TIMESTAMP` columns
+      // "DEFAULT_GENERATED", and those hold data that must be copied.
       "SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IFNULL(COLLATION_NAME, ''), IS_NULLABLE, "
-      "IFNULL(IS_GENERATED, 'NEVER') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
+      "IF(EXTRA LIKE '%VIRTUAL GENERATED%' OR EXTRA LIKE '%STORED GENERATED%' OR EXTRA LIKE '%PERSISTENT GENERATED%', "
+      "'ALWAYS', 'NEVER') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
       db + " AND TABLE_NAME = " + tb + " ORDER BY ORDINAL_POSITION");
   for (size_t i = 0; i < cols.rows(); ++i) {
     Column c;

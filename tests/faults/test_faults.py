@@ -517,6 +517,40 @@ def pcg_job(where):
 SLOW = {"batch_size": 5, "delete_batch_size": 4, "sleep": 0.15}
 
 
+class Connections(Base):
+    """Preflight: a run needs at least two source and three destination connections (max_connections). These
+    servers are this suite's own, so lowering max_connections disturbs nobody."""
+
+    def too_few(self, server, needed):
+        sc, cfg, snap, expect = self.shop(f"maxconn_{server[:3]}", orders=20)
+        before = self.state(sc)
+        old = gatest.sql(server, "SELECT @@max_connections")[0][0]
+        gatest.sql(server, "SET GLOBAL max_connections = 10")  # the server's minimum
+        idle = []
+        try:
+            # Idle sessions so that, with goarchive's first connection, one connection fewer than a run needs is
+            # left.
+            while int(gatest.sql(server, "SHOW GLOBAL STATUS LIKE 'Threads_connected'")[0][1]) - 1 < 11 - needed:
+                idle.append(gatest.connect(server))
+            r = sc.go("archive", cfg, "old")
+        finally:
+            for c in idle:
+                c.close()
+            gatest.sql(server, f"SET GLOBAL max_connections = {old}")
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("preflight refused", r.err)
+        self.assertIn(f"a run needs at least {needed} {server} connections", r.err)
+        self.assertEqual(self.state(sc), before, "a refused run changed something")
+        self.rerun(sc, cfg, "archive", "max_connections was restored")
+        self.check(sc, snap, expect, True, "after the rerun")
+
+    def test_too_few_source_connections_refused(self):
+        self.too_few("source", 2)
+
+    def test_too_few_destination_connections_refused(self):
+        self.too_few("destination", 3)
+
+
 class Overlaps(Base):
     """Runs that collide: exactly one works, the others exit 4 and change nothing; every row moves exactly once."""
 
