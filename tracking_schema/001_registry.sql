@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS {schema}.`runs` (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- The work log, one row per batch: its state moves copied -> deleting -> done (purge: deleting -> done), each
--- transition guarded by the expected state and `version` (I6). root_keys holds the batch's encoded root keys so
+-- transition guarded by the expected state and `version` (I6). batch_keys holds the batch's encoded root keys so
 -- that a rerun can finish an unfinished batch (recovery). `unfinished` is 1 while copied or deleting.
 CREATE TABLE IF NOT EXISTS {schema}.`batches` (
   `id`          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
@@ -79,7 +79,6 @@ CREATE TABLE IF NOT EXISTS {schema}.`batches` (
   `unfinished`  TINYINT AS (CASE WHEN `state` IN ('copied', 'deleting') THEN 1 ELSE NULL END) STORED,
   `roots`       INT UNSIGNED NOT NULL,
   `changed`     INT UNSIGNED NOT NULL DEFAULT 0,
-  `root_keys`   LONGBLOB     NOT NULL,
   `version`     INT UNSIGNED NOT NULL DEFAULT 1,
   `created_at`  DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   `updated_at`  DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
@@ -87,6 +86,14 @@ CREATE TABLE IF NOT EXISTS {schema}.`batches` (
   KEY `k_job_unfinished` (`job_id`, `unfinished`, `id`),
   KEY `k_scope_unfinished` (`scope`, `unfinished`, `job_id`),
   KEY `k_job_state_updated` (`job_id`, `state`, `updated_at`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The encoded root keys of each batch, written once when the batch is claimed and never updated: a batch's
+-- state changes rewrite only its small row in `batches` (and the binary log only that).
+CREATE TABLE IF NOT EXISTS {schema}.`batch_keys` (
+  `batch_id`  BIGINT UNSIGNED NOT NULL,
+  `root_keys` LONGBLOB        NOT NULL,
+  PRIMARY KEY (`batch_id`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- No double claiming (I2): a root is in at most one job's unfinished batch. `scope` hashes the source server,

@@ -261,9 +261,9 @@ unsigned long long Registry::claim_batch(db::Connection& conn, unsigned long lon
   }
   // Unfinished batches of other jobs on the same root table: none, unless the locks were bypassed.
   db::RowSet others = conn.query(fmt::format(
-      "SELECT b.root_keys, j.name FROM {} b JOIN {} j ON j.id = b.job_id WHERE b.scope = {} AND b.unfinished = 1 "
-      "AND b.job_id <> {}",
-      table("batches"), table("jobs"), sql::quote(scope), job_id));
+      "SELECT k.root_keys, j.name FROM {} b JOIN {} j ON j.id = b.job_id JOIN {} k ON k.batch_id = b.id "
+      "WHERE b.scope = {} AND b.unfinished = 1 AND b.job_id <> {}",
+      table("batches"), table("jobs"), table("batch_keys"), sql::quote(scope), job_id));
   if (others.rows() > 0) {
     std::set<std::string> mine;
     for (const auto& k : keys) mine.insert(k.encoded);
@@ -278,11 +278,14 @@ unsigned long long Registry::claim_batch(db::Connection& conn, unsigned long lon
       }
     }
   }
-  conn.execute(fmt::format("INSERT INTO {} (job_id, run_id, batch_no, scope, state, roots, root_keys) VALUES ({}, {}, "
-                           "{}, {}, {}, {}, {})",
+  conn.execute(fmt::format("INSERT INTO {} (job_id, run_id, batch_no, scope, state, roots) VALUES ({}, {}, {}, {}, "
+                           "{}, {})",
                            table("batches"), job_id, run_id, batch_no, sql::quote(scope), sql::quote(state),
-                           keys.size(), sql::hex_literal(pack_keys(keys))));
-  return conn.last_insert_id();
+                           keys.size()));
+  unsigned long long batch_id = conn.last_insert_id();
+  conn.execute(fmt::format("INSERT INTO {} (batch_id, root_keys) VALUES ({}, {})", table("batch_keys"), batch_id,
+                           sql::hex_literal(pack_keys(keys))));
+  return batch_id;
 }
 
 unsigned Registry::adopt(db::Connection& conn, unsigned long long batch_id, unsigned long long run_id,
@@ -346,9 +349,9 @@ void Registry::unmark(db::Connection& conn, unsigned long long job_id, const std
 std::vector<BatchRow> Registry::unfinished_batches(db::Connection& conn, unsigned long long job_id,
                                                    unsigned long long after_id, size_t limit) const {
   db::RowSet r = conn.query(fmt::format(
-      "SELECT id, state, version, root_keys FROM {} WHERE job_id = {} AND unfinished = 1 AND id > {} ORDER BY id "
-      "LIMIT {}",
-      table("batches"), job_id, after_id, limit));
+      "SELECT b.id, b.state, b.version, k.root_keys FROM {} b JOIN {} k ON k.batch_id = b.id WHERE b.job_id = {} "
+      "AND b.unfinished = 1 AND b.id > {} ORDER BY b.id LIMIT {}",
+      table("batches"), table("batch_keys"), job_id, after_id, limit));
   std::vector<BatchRow> out;
   for (size_t i = 0; i < r.rows(); ++i) {
     out.push_back(BatchRow{std::stoull(r.cell(i, 0)), r.cell(i, 1), static_cast<unsigned>(std::stoul(r.cell(i, 2))),
@@ -369,11 +372,18 @@ std::pair<unsigned long long, unsigned long long> Registry::unfinished_counts(db
 unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_id, double retention_days) const {
   unsigned long long total = 0;
   for (int round = 0; round < 1000; ++round) {
-    uint64_t n = conn.execute(fmt::format(
-        "DELETE FROM {} WHERE job_id = {} AND state = 'done' AND updated_at < NOW(6) - INTERVAL {} SECOND LIMIT 1000",
+    db::RowSet ids = conn.query(fmt::format(
+        "SELECT id FROM {} WHERE job_id = {} AND state = 'done' AND updated_at < NOW(6) - INTERVAL {} SECOND "
+        "LIMIT 1000",
         table("batches"), job_id, static_cast<long long>(retention_days * 86400)));
-    total += n;
-    if (n < 1000) break;
+    if (ids.rows() == 0) break;
+    std::string list;
+    for (size_t i = 0; i < ids.rows(); ++i) list += (i ? "," : "") + ids.cell(i, 0);
+    db::Transaction tx(conn);
+    conn.execute(fmt::format("DELETE FROM {} WHERE batch_id IN ({})", table("batch_keys"), list));
+    total += conn.execute(fmt::format("DELETE FROM {} WHERE id IN ({}) AND state = 'done'", table("batches"), list));
+    tx.commit();
+    if (ids.rows() < 1000) break;
   }
   return total;
 }

@@ -441,6 +441,24 @@ class ModesTest(unittest.TestCase):
         sc.assert_invariant(before, TREE3_RELATIONS)
         self.assertEqual(sc.unfinished(), 0)
 
+    def test_done_batches_are_kept_for_the_retention_then_pruned(self):
+        """Done batches (and their keys) stay in the registry for log_retention_days, and are pruned at the end of
+        a run once older; unfinished work is never pruned."""
+        sc = Scenario(self, "prune")
+        tree3(sc, roots=12)
+        reg = lambda q: int(gatest.sql("destination", q, db=sc.job_schema)[0][0])  # noqa: E731
+        cfg = sc.config({"j": TREE3_JOB}, processing={"batch_size": 2})
+        self.assertEqual(sc.job("archive", cfg).rc, 0)
+        kept = reg("SELECT COUNT(*) FROM batches WHERE state = 'done'")
+        self.assertGreater(kept, 1)
+        self.assertEqual(reg("SELECT COUNT(*) FROM batch_keys"), kept)
+        sc.src("UPDATE p SET old = 1")
+        cfg0 = sc.config({"j": TREE3_JOB}, processing={"batch_size": 2, "log_retention_days": 0})
+        self.assertEqual(sc.job("archive", cfg0).rc, 0)
+        self.assertEqual(reg("SELECT COUNT(*) FROM batches"), 0)
+        self.assertEqual(reg("SELECT COUNT(*) FROM batch_keys"), 0)
+        self.assertEqual(sc.count("source", "p"), 0)
+
     def test_verification_count_and_none(self):
         for method in ("count", "none"):
             with self.subTest(method):
