@@ -9,6 +9,7 @@ test_operator_config.py.
 
 import json
 import os
+import shutil
 import re
 import signal
 import sys
@@ -216,6 +217,7 @@ class StopTest(unittest.TestCase):
     def test_sentinel_file_pauses_the_run(self):
         import tempfile
         tmp = tempfile.mkdtemp(prefix="goarchive-sentinel-")
+        self.addCleanup(shutil.rmtree, tmp, True)
         sentinel = os.path.join(tmp, "pause")
         open(sentinel, "w").close()
         sc, cfg, before, expected = shop(self, "sentinel", processing={"batch_size": 40, "sentinel_file": sentinel})
@@ -298,6 +300,7 @@ class JsonOutputTest(unittest.TestCase):
     def test_log_format_json_every_line(self):
         import tempfile
         tmp = tempfile.mkdtemp(prefix="goarchive-json-")
+        self.addCleanup(shutil.rmtree, tmp, True)
         # A sentinel path with a double quote, a backslash and a tab: the "paused" message must survive as JSON.
         sentinel = os.path.join(tmp, 'pause "now" \\ \there')
         open(sentinel, "w").close()

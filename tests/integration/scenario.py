@@ -13,6 +13,7 @@ invariant check that every fault test ends with.
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import uuid
@@ -220,6 +221,7 @@ class Scenario:
                 gatest.sql(server, f"DROP DATABASE IF EXISTS {gatest.quote_ident(db)}")
             except Exception:
                 pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 # -- the demo shop tree (examples/shop_schema.sql, examples/shop_data.sql) --------------------------------------
