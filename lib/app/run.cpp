@@ -482,8 +482,8 @@ int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& met
           exit_code = k_exit_failed;
         }
       }
-      std::string status = completed && exit_code == 0 ? "finished" : exit_code == 0 ? "stopped" : "stopped";
-      if (completed && stats.roots_changed > 0) status = "finished";
+      // A completed run is finished (even with changed roots left in the source); one stopped early is stopped.
+      std::string status = completed ? "finished" : "stopped";
       spdlog::info("run {} ended: {}", run_id, reason);
       finish(status, exit_code, reason, stats);
       return exit_code;

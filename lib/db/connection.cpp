@@ -19,33 +19,6 @@ namespace goarchive::db {
 
 namespace {
 
-struct InfileSource {
-  const std::string* data;
-  size_t pos;
-};
-
-int infile_init(void** ptr, const char* /*filename*/, void* userdata) {
-  auto* src = static_cast<InfileSource*>(userdata);
-  src->pos = 0;
-  *ptr = src;
-  return 0;
-}
-
-int infile_read(void* ptr, char* buf, unsigned int len) {
-  auto* src = static_cast<InfileSource*>(ptr);
-  size_t n = std::min<size_t>(len, src->data->size() - src->pos);
-  std::memcpy(buf, src->data->data() + src->pos, n);
-  src->pos += n;
-  return static_cast<int>(n);
-}
-
-void infile_end(void* /*ptr*/) {}
-
-int infile_error(void* /*ptr*/, char* msg, unsigned int len) {
-  std::snprintf(msg, len, "goarchive in-memory infile failed");
-  return CR_UNKNOWN_ERROR;
-}
-
 // TCP keepalive: a peer that vanished (lost host or network) is noticed within about two minutes instead of
 // the kernel's two hours, on both the client and, for the server's socket, through the server's own timeouts.
 void enable_keepalive(my_socket fd) {
@@ -78,10 +51,6 @@ Connection::Connection(const config::ServerConfig& server, ConnectOptions option
   if (!server.defaults_file.empty()) {
     mysql_optionsv(m_mysql, MYSQL_READ_DEFAULT_FILE, server.defaults_file.c_str());
     mysql_optionsv(m_mysql, MYSQL_READ_DEFAULT_GROUP, "client");
-  }
-  if (m_options.allow_local_infile) {
-    unsigned int enable = 1;
-    mysql_optionsv(m_mysql, MYSQL_OPT_LOCAL_INFILE, &enable);
   }
   if (server.socket.empty()) {
     unsigned int tcp = MYSQL_PROTOCOL_TCP;
@@ -136,7 +105,6 @@ void Connection::finish_connect() {
                   "tls = \"" + std::string(config::to_string(server.tls)) + "\" but " + server.role + " " +
                       server.display() + " did not negotiate TLS; enable TLS on the server or lower the tls mode");
   }
-  mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, nullptr);
   if (server.socket.empty()) enable_keepalive(mysql_get_socket(m_mysql));
   m_info.version_number = mysql_get_server_version(m_mysql);
   const char* ver = mysql_get_server_info(m_mysql);
@@ -162,8 +130,6 @@ std::string Connection::label() const {
 }
 
 bool Connection::tls_active() const { return m_mysql && mysql_get_ssl_cipher(m_mysql) != nullptr; }
-
-unsigned int Connection::warning_count() const { return m_mysql ? mysql_warning_count(m_mysql) : 0; }
 
 void Connection::fail(std::string_view what) {
   unsigned int code = mysql_errno(m_mysql);
@@ -263,26 +229,7 @@ void Connection::rollback() noexcept {
   m_in_transaction = false;
 }
 
-uint64_t Connection::load_data_local(std::string_view sql, const std::string& data) {
-  InfileSource src{&data, 0};
-  mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, &src);
-  try {
-    uint64_t n = execute(sql);
-    mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, nullptr);
-    return n;
-  } catch (...) {
-    mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, nullptr);
-    throw;
-  }
-}
-
 unsigned long long Connection::last_insert_id() const { return m_mysql ? mysql_insert_id(m_mysql) : 0; }
 
-std::string Connection::escape(std::string_view value) const {
-  std::string out(value.size() * 2 + 1, '\0');
-  unsigned long n = mysql_real_escape_string(m_mysql, out.data(), value.data(), static_cast<unsigned long>(value.size()));
-  out.resize(n);
-  return out;
-}
 
 }  // namespace goarchive::db

@@ -61,7 +61,6 @@ struct ServerInfo {
 // Connection purpose, shown in errors and in the processlist through the statement tag.
 struct ConnectOptions {
   std::string purpose;           // "source data", "destination lock", ...
-  bool allow_local_infile = false;
   std::optional<double> read_timeout;  // overrides the server config's
 };
 
@@ -89,17 +88,12 @@ public:
   void rollback() noexcept;
   bool in_transaction() const { return m_in_transaction; }
 
-  // Feeds `data` to a LOAD DATA LOCAL INFILE statement from memory.
-  uint64_t load_data_local(std::string_view sql, const std::string& data);
-
-  std::string escape(std::string_view value) const;
   unsigned long long last_insert_id() const;  // of the last INSERT on this session (no round trip)
   const ServerInfo& info() const { return m_info; }
   const config::ServerConfig& server() const { return m_server; }
   std::string label() const;  // "source 127.0.0.1:3306"
   bool tls_active() const;
   uint64_t max_allowed_packet() const { return m_max_allowed_packet; }
-  unsigned int warning_count() const;
 
 private:
   [[noreturn]] void fail(std::string_view what);
