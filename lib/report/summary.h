@@ -3,7 +3,7 @@
 #include <atomic>
 #include <string>
 
-#include "pipeline/engine.h"
+#include "pipeline/stats.h"
 
 namespace goarchive::report {
 

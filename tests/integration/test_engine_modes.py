@@ -255,7 +255,7 @@ class ModesTest(unittest.TestCase):
         cfg = sc.config({"j": TREE3_JOB}, processing={"batch_size": 2})
         r = sc.job("archive", cfg)
         self.assertEqual(r.rc, 1, r)
-        self.assertIn("table c: the row with key (id) = (8) is already in the destination with different content", r.err)
+        self.assertIn("the row c (id) = (8) is already in the destination with different content", r.err)
         self.assertEqual(sc.rows("destination", "c")[(8,)], (8, 3, "OTHER"), "the archived row was overwritten")
         self.assertEqual(sc.count("destination", "g"), 0, "the failed batch was partly committed")
         self.assertEqual(sc.snapshot(TREE3_TABLES), before, "the source lost rows")
@@ -271,7 +271,7 @@ class ModesTest(unittest.TestCase):
         cfg = sc.config({"j": TREE3_JOB}, processing={"batch_size": 2})
         r = sc.job("archive", cfg)
         self.assertEqual(r.rc, 1, r)
-        self.assertIn("table p: the row with key (id) = (7) is already in the destination with different content",
+        self.assertIn("the row p (id) = (7) is already in the destination with different content",
                       r.err)
         self.assertEqual(set(sc.rows("source", "p")) & {(1,), (3,)}, set(), "batch 1 was not archived")
         self.assertEqual(sc.rows("destination", "p")[(7,)], (7, 1, "OTHER"))
@@ -314,7 +314,7 @@ class ModesTest(unittest.TestCase):
                 break
             # The refusal names the table, the key and the way out: remove the stale copy from the destination.
             self.assertEqual(r.rc, 1, r)
-            m = re.search(r"table (\w+): the row with key \(id\) = \((\d+)\) is already in the destination with "
+            m = re.search(r"the row (\w+) \(id\) = \((\d+)\) is already in the destination with "
                           r"different content", r.err)
             self.assertTrue(m, r)
             self.assertIn("remove the stale copy from the destination", r.err)

@@ -1,0 +1,67 @@
+#include "pipeline/batch.h"
+
+#include <algorithm>
+
+#include "pipeline/rows.h"
+
+namespace goarchive::pipeline {
+
+void TableRows::index(size_t r, std::string encoded_key, int owner) {
+  root.push_back(owner);
+  by_key[encoded_key] = r;
+  key.push_back(std::move(encoded_key));
+}
+
+std::optional<size_t> TableRows::find(const std::string& encoded_key) const {
+  auto it = by_key.find(encoded_key);
+  if (it == by_key.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<size_t> TableRows::rows_of(int owner) const {
+  std::vector<size_t> out;
+  for (size_t r = 0; r < root.size(); ++r) {
+    if (root[r] == owner) out.push_back(r);
+  }
+  return out;
+}
+
+size_t Batch::count(RootFate f) const { return static_cast<size_t>(std::count(fate.begin(), fate.end(), f)); }
+
+void Batch::leave(size_t root, RootFate f, const std::string& reason) {
+  if (root >= fate.size() || fate[root] != RootFate::moved) return;
+  fate[root] = f;
+  if (reasons.size() < 5) reasons.push_back(reason);
+}
+
+std::vector<int> Batch::roots_with(RootFate f) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < fate.size(); ++i) {
+    if (fate[i] == f) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+void Batch::drop_rows_of(const std::vector<bool>& drop) {
+  if (std::none_of(drop.begin(), drop.end(), [](bool b) { return b; })) return;
+  for (auto& tb : tables) {
+    if (tb.rows.cols() == 0) continue;
+    TableRows kept;
+    kept.rows.set_columns(tb.rows.names());
+    for (size_t r = 0; r < tb.size(); ++r) {
+      int owner = tb.root[r];
+      if (owner >= 0 && static_cast<size_t>(owner) < drop.size() && drop[static_cast<size_t>(owner)]) continue;
+      append_row(kept.rows, tb.rows, r);
+      kept.index(kept.size() - 1, tb.key[r], owner);
+    }
+    tb = std::move(kept);
+  }
+}
+
+void Batch::add_root(std::vector<std::string> key) {
+  roots.push_back(tracking::encode_key(key));
+  root_keys.push_back(std::move(key));
+  fate.push_back(RootFate::moved);
+}
+
+}  // namespace goarchive::pipeline

@@ -1,0 +1,78 @@
+#pragma once
+// The batch model: what one batch is, as plain data with a few named queries. A batch has its roots (keys as
+// the registry stores them) and, per table of the tree, the rows read for those roots, each row with the root
+// that owns it. The parts of the pipeline fill it in order: the reader (rows), the writer (statements, copied
+// and verified counts), the remover (each root's fate, deleted counts), the batch log (registry id, version).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/connection.h"
+#include "tracking/registry.h"
+
+namespace goarchive::pipeline {
+
+// An INSERT statement built ahead of time and the rows it carries.
+struct Statement {
+  std::string sql;
+  std::vector<size_t> rows;
+};
+
+// The rows of one table in one batch.
+struct TableRows {
+  db::RowSet rows;
+  std::vector<int> root;              // per row: index into Batch::roots, -1 when it belongs to none of them
+  std::vector<std::string> key;       // per row: encoded primary key
+  std::vector<std::string> digest;    // per row: SHA-256 of the row serialisation (sha256 mode)
+  std::map<std::string, size_t> by_key;
+  // Built ahead (on the source worker, beside the previous batch's copy): the INSERTs and the primary-key
+  // lists the copy and the verification send.
+  std::vector<Statement> inserts;
+  std::vector<std::string> key_lists;
+
+  size_t size() const { return rows.rows(); }
+  // Registers row r (already pushed into `rows`) with its encoded key and owner.
+  void index(size_t r, std::string encoded_key, int owner);
+  std::optional<size_t> find(const std::string& encoded_key) const;
+  // Rows owned by root `owner`.
+  std::vector<size_t> rows_of(int owner) const;
+};
+
+// What becomes of a root of the batch. Every state but `moved` leaves the root in the source.
+enum class RootFate {
+  moved,      // archived (or purged): deleted from the source
+  changed,    // the application changed its tree after the copy; its archived copy is removed
+  withdrawn,  // it no longer matches `where`; its archived copy is removed
+  conflict,   // recovery cannot prove which version is current: both are kept, the run exits 1
+};
+
+struct Batch {
+  unsigned no = 0;
+  unsigned long long id = 0;  // row in the registry's batches table
+  unsigned version = 0;       // its version, the guard of every transition
+  unsigned next_version = 0;  // the version a transition in an uncommitted transaction will give it
+  bool recovery = false;
+  bool loaded = false;        // tables already read (in one snapshot)
+  bool prebuilt = false;      // digests and statements built
+  std::vector<std::vector<std::string>> root_keys;  // key values per root
+  std::vector<tracking::RootKey> roots;             // encoded + hash, per root
+  std::vector<TableRows> tables;                    // by node index
+  std::vector<RootFate> fate;                       // per root
+  std::vector<std::string> reasons;                 // a few examples of why roots stayed, for the log
+  std::vector<unsigned long long> copied, verified, deleted;  // per table
+  double t_read = 0, t_delete = 0;
+
+  size_t count(RootFate f) const;
+  bool stays(size_t root) const { return root < fate.size() && fate[root] != RootFate::moved; }
+  // Sets a root's fate unless it already has one that leaves it in the source; keeps a few reasons.
+  void leave(size_t root, RootFate f, const std::string& reason);
+  // Roots whose fate is `f`, as indexes.
+  std::vector<int> roots_with(RootFate f) const;
+  // Forgets the rows of the roots for which `drop` is true, in every table.
+  void drop_rows_of(const std::vector<bool>& drop);
+  // Adds a root by its key values.
+  void add_root(std::vector<std::string> key);
+};
+
+}  // namespace goarchive::pipeline

@@ -1,0 +1,44 @@
+#include "pipeline/batch_log.h"
+
+#include "util/fault.h"
+
+namespace goarchive::pipeline {
+
+void BatchLog::claim(Batch& batch) const {
+  if (batch.recovery) return;  // a recovered batch keeps its row and claims; it was adopted before it started
+  std::string state = m_ctx.mode == Mode::purge ? "deleting" : "copied";
+  batch.id = m_ctx.registry.claim_batch(m_ctx.dst, m_ctx.job_id, m_ctx.run_id, batch.no, m_ctx.scope, batch.roots,
+                                        state);
+  batch.version = 1;
+}
+
+void BatchLog::end(Batch& batch) const {
+  auto stayed = static_cast<unsigned>(batch.count(RootFate::changed));
+  batch.next_version =
+      m_ctx.registry.transition(m_ctx.dst, batch.id, {"copied", "deleting"}, "done", batch.version, stayed);
+}
+
+void BatchLog::mark_deleting(Batch& batch) const {
+  if (m_ctx.mode != Mode::archive) return;  // purge claims its batches as deleting; copy-only never deletes
+  db::Transaction tx(m_ctx.dst);
+  unsigned v = m_ctx.registry.transition(m_ctx.dst, batch.id, {"copied", "deleting"}, "deleting", batch.version);
+  m_ctx.hooks.before_commit();
+  tx.commit();
+  batch.version = v;
+  fault::point("after_mark_deleting");
+}
+
+void BatchLog::adopt(Batch& batch, unsigned recorded_version) const {
+  db::Transaction tx(m_ctx.dst);
+  batch.version = m_ctx.registry.adopt(m_ctx.dst, batch.id, m_ctx.run_id, batch.no, recorded_version);
+  m_ctx.hooks.before_commit();
+  tx.commit();
+}
+
+void BatchLog::mark_copied(const Batch& batch) const {
+  std::vector<std::string> hashes;
+  for (const auto& r : batch.roots) hashes.push_back(r.hash);
+  m_ctx.registry.mark_roots(m_ctx.dst, m_ctx.job_id, hashes, "copied");
+}
+
+}  // namespace goarchive::pipeline

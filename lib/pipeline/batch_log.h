@@ -1,0 +1,29 @@
+#pragma once
+// A batch's life in the tracking registry (DESIGN.md §7): its claim, its moves copied -> deleting -> done, its
+// adoption by a recovering run, and copy-only's per-root marks. Every write is a guarded transition (seed 000,
+// I6). It writes only registry tables, inside the caller's destination transaction unless it says otherwise.
+#include "pipeline/batch.h"
+#include "pipeline/context.h"
+
+namespace goarchive::pipeline {
+
+class BatchLog {
+public:
+  explicit BatchLog(Context& ctx) : m_ctx(ctx) {}
+
+  // Claims a new batch (I2) in the state its mode starts with; a recovered batch keeps its row.
+  void claim(Batch& batch) const;
+  // Moves the batch to done; the new version counts once the caller's transaction commits (next_version).
+  void end(Batch& batch) const;
+  // archive: moves the batch to deleting in a transaction of its own, committed before its source delete.
+  void mark_deleting(Batch& batch) const;
+  // Takes over an unfinished batch of an earlier run (recovery), in a transaction of its own.
+  void adopt(Batch& batch, unsigned recorded_version) const;
+  // copy-only: remembers the batch's roots as copied by this job.
+  void mark_copied(const Batch& batch) const;
+
+private:
+  Context& m_ctx;
+};
+
+}  // namespace goarchive::pipeline

@@ -1,0 +1,47 @@
+#pragma once
+// What every part of the batch pipeline shares: the mode, the job, its tables, both data connections, the
+// registry, the owner's hooks and the run's counters. The Engine owns one Context; the parts (reader, writer,
+// remover, batch log, recovery, loop) hold a reference to it and never outlive it.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "db/connection.h"
+#include "pipeline/stats.h"
+#include "pipeline/table_meta.h"
+#include "tracking/registry.h"
+
+namespace goarchive::pipeline {
+
+enum class Mode { archive, copy_only, purge };
+
+// What the pipeline asks its owner at every batch boundary and before every commit.
+struct Hooks {
+  std::function<void()> before_commit;               // throws when a lock set is lost
+  std::function<bool(const char* phase)> boundary;   // false: stop cleanly now (signal, max-runtime, ...)
+  std::function<void(const char* phase)> gate;       // replication gate and throttle; may block
+  std::function<void(const Stats&, const char* phase)> progress;
+};
+
+struct Context {
+  Mode mode;
+  const config::Job& job;
+  std::vector<TableMeta> tables;  // by node index; 0 is the root
+  std::vector<int> copy_order;    // parent-first
+  std::vector<int> delete_order;  // child-first
+  db::Connection& src;
+  db::Connection& dst;
+  const tracking::Registry& registry;
+  unsigned long long job_id = 0, run_id = 0;
+  std::string scope;  // the claim scope: source server, database, root table
+  Hooks hooks;
+  Stats stats;
+
+  bool deletes() const { return mode != Mode::copy_only; }
+  bool copies() const { return mode != Mode::purge; }
+  bool sha256() const { return job.processing.verification == config::VerifyMethod::sha256; }
+  const TableMeta& root() const { return tables[0]; }
+};
+
+}  // namespace goarchive::pipeline

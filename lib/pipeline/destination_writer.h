@@ -1,0 +1,41 @@
+#pragma once
+// The destination side's data writes: the copy of a batch (multi-row INSERTs built ahead, a duplicate key
+// checked as an answer), its verification by reading its own writes back, and the removal of archived copies
+// of roots that stay in the source. Everything runs inside the caller's destination transaction; it never
+// commits, never touches the registry and never writes to the source.
+#include <string>
+#include <vector>
+
+#include "pipeline/batch.h"
+#include "pipeline/context.h"
+#include "pipeline/tree_reader.h"
+
+namespace goarchive::pipeline {
+
+class DestinationWriter {
+public:
+  DestinationWriter(Context& ctx, const TreeReader& tree) : m_ctx(ctx), m_tree(tree) {}
+
+  // Digests (sha256 mode), INSERT statements and key lists of a batch, built before its copy (on the source
+  // worker in the pipelined loop). Reads only the batch.
+  void prebuild(Batch& batch) const;
+  // Inserts the batch's rows parent-first. A row already in the destination is checked equal and skipped; one
+  // that differs stops the run (goarchive never overwrites an archived row).
+  void copy(Batch& batch);
+  // Reads the batch back and compares it with what was copied (count or sha256); throws on a mismatch.
+  void verify(Batch& batch);
+  // Removes the archived copy of `roots` as the destination holds it: the root rows by key, their children
+  // found through the destination's tree. For copies an earlier run made (recovery, copy-only marks).
+  size_t remove_tree_copies(const Batch& batch, const std::vector<int>& roots);
+
+private:
+  std::vector<Statement> build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
+  void run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements);
+  void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
+  size_t delete_by_key(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which);
+
+  Context& m_ctx;
+  const TreeReader& m_tree;
+};
+
+}  // namespace goarchive::pipeline

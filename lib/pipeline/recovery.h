@@ -1,0 +1,24 @@
+#pragma once
+// Finishes the unfinished batches this job left in the registry (a crash, a kill, a failure) before any new
+// batch: each is adopted by this run with a guarded write and taken through every stage again. It never
+// starts new work.
+#include "pipeline/batch_log.h"
+#include "pipeline/context.h"
+#include "pipeline/stages.h"
+
+namespace goarchive::pipeline {
+
+class Recovery {
+public:
+  Recovery(Context& ctx, const BatchLog& log, Stages& stages) : m_ctx(ctx), m_log(log), m_stages(stages) {}
+
+  // Returns false when a hook said stop before every unfinished batch was finished.
+  bool run(unsigned& batch_no);
+
+private:
+  Context& m_ctx;
+  const BatchLog& m_log;
+  Stages& m_stages;
+};
+
+}  // namespace goarchive::pipeline

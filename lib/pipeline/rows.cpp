@@ -1,0 +1,150 @@
+#include "pipeline/rows.h"
+
+#include <algorithm>
+
+#include "util/strings.h"
+
+namespace goarchive::pipeline {
+
+namespace {
+
+void append_u32(std::string& out, uint32_t n) {
+  out.push_back(static_cast<char>(n >> 24));
+  out.push_back(static_cast<char>(n >> 16));
+  out.push_back(static_cast<char>(n >> 8));
+  out.push_back(static_cast<char>(n));
+}
+
+// A value as a person reads it in a message: numbers bare, text quoted, binary as hex.
+std::string readable(const std::optional<std::string>& v, bool binary) {
+  if (!v) return "NULL";
+  if (binary) return sql::hex_literal(*v);
+  bool numeric = !v->empty() && v->size() < 40 &&
+                 std::all_of(v->begin(), v->end(), [](char c) { return (c >= '0' && c <= '9') || c == '-' || c == '.'; });
+  return numeric ? *v : sql::quote(*v);
+}
+
+}  // namespace
+
+std::string encode_values(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx) {
+  std::string out;
+  for (size_t i : idx) {
+    if (rows.is_null(r, i)) {
+      out.append("\xff\xff\xff\xff", 4);
+      continue;
+    }
+    const std::string& v = rows.cell(r, i);
+    append_u32(out, static_cast<uint32_t>(v.size()));
+    out += v;
+  }
+  return out;
+}
+
+std::string encode_values(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) {
+    append_u32(out, static_cast<uint32_t>(v.size()));
+    out += v;
+  }
+  return out;
+}
+
+bool any_null(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx) {
+  return std::any_of(idx.begin(), idx.end(), [&](size_t i) { return rows.is_null(r, i); });
+}
+
+std::string row_digest(const db::RowSet& rows, size_t r) {
+  std::string buf;
+  for (size_t c = 0; c < rows.cols(); ++c) {
+    if (rows.is_null(r, c)) {
+      buf.push_back('\0');
+      continue;
+    }
+    const std::string& v = rows.cell(r, c);
+    buf.push_back('\1');
+    append_u32(buf, static_cast<uint32_t>(v.size()));
+    buf += v;
+  }
+  return sha256(buf);
+}
+
+bool same_row(const db::RowSet& a, size_t ra, const db::RowSet& b, size_t rb) {
+  if (a.cols() != b.cols()) return false;
+  for (size_t c = 0; c < a.cols(); ++c) {
+    if (a.is_null(ra, c) != b.is_null(rb, c)) return false;
+    if (!a.is_null(ra, c) && a.cell(ra, c) != b.cell(rb, c)) return false;
+  }
+  return true;
+}
+
+void append_row(db::RowSet& to, const db::RowSet& from, size_t r) {
+  for (size_t c = 0; c < from.cols(); ++c) {
+    if (from.is_null(r, c)) to.push_null();
+    else to.push(from.cell(r, c));
+  }
+}
+
+sql::KeyLiterals literals(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
+                          const std::vector<bool>& binary) {
+  sql::KeyLiterals out;
+  out.reserve(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k) out.push_back(sql::literal(rows.get(r, idx[k]), binary[k]));
+  return out;
+}
+
+sql::KeyLiterals literals(const std::vector<std::string>& values, const std::vector<bool>& binary) {
+  sql::KeyLiterals out;
+  out.reserve(values.size());
+  for (size_t k = 0; k < values.size(); ++k) out.push_back(sql::literal(values[k], binary[k]));
+  return out;
+}
+
+std::vector<std::string> key_lists(const std::vector<std::string>& columns, const std::vector<sql::KeyLiterals>& keys,
+                                   size_t max_bytes, const std::string& alias, size_t max_keys) {
+  std::vector<std::string> out;
+  std::vector<sql::KeyLiterals> chunk;
+  size_t bytes = 0;
+  auto flush = [&]() {
+    if (chunk.empty()) return;
+    out.push_back(sql::key_in(columns, chunk, alias));
+    chunk.clear();
+    bytes = 0;
+  };
+  for (const auto& k : keys) {
+    size_t size = 8;
+    for (const auto& v : k) size += v.size() + 2;
+    if (!chunk.empty() && (chunk.size() >= max_keys || bytes + size > max_bytes)) flush();
+    chunk.push_back(k);
+    bytes += size;
+  }
+  flush();
+  return out;
+}
+
+std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
+                                           size_t max_bytes) {
+  std::vector<sql::KeyLiterals> keys;
+  keys.reserve(which.size());
+  for (size_t r : which) keys.push_back(literals(rows, r, m.key_idx, m.key_binary));
+  return key_lists(m.key_cols, keys, max_bytes);
+}
+
+std::string name_key(const TableMeta& m, const std::vector<std::string>& key_values) {
+  std::vector<std::string> shown;
+  for (size_t k = 0; k < key_values.size() && k < m.key_binary.size(); ++k) {
+    shown.push_back(readable(key_values[k], m.key_binary[k]));
+  }
+  return m.node.table + " (" + join(m.key_cols, ", ") + ") = (" + join(shown, ", ") + ")";
+}
+
+std::string name_row(const TableMeta& m, const db::RowSet& rows, size_t r) {
+  std::vector<std::string> shown;
+  for (size_t k = 0; k < m.key_idx.size(); ++k) shown.push_back(readable(rows.get(r, m.key_idx[k]), m.key_binary[k]));
+  return m.node.table + " (" + join(m.key_cols, ", ") + ") = (" + join(shown, ", ") + ")";
+}
+
+size_t statement_budget(const db::Connection& conn) {
+  return std::clamp<size_t>(conn.max_allowed_packet() / 2, 32 * 1024, 8 * 1024 * 1024);
+}
+
+}  // namespace goarchive::pipeline

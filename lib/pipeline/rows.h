@@ -1,0 +1,44 @@
+#pragma once
+// Rows as bytes: the row serialisation behind sha256 verification (goarchive(1)), encoded keys, byte-equality,
+// key literals and chunked key lists for SQL, and how a row is named in a message. Pure functions, no I/O.
+#include <string>
+#include <vector>
+
+#include "db/connection.h"
+#include "pipeline/table_meta.h"
+#include "plan/sql.h"
+
+namespace goarchive::pipeline {
+
+// Per column (of `idx`): 4-byte big-endian length + bytes, or 0xffffffff for NULL. Map keys for rows.
+std::string encode_values(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx);
+// The same for a list of non-NULL values (a root key as the registry stores it).
+std::string encode_values(const std::vector<std::string>& values);
+bool any_null(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx);
+// SHA-256 of the row serialisation: per column 0x00 for NULL, else 0x01, 4-byte length, bytes.
+std::string row_digest(const db::RowSet& rows, size_t r);
+// Every column byte-equal (NULL equal only to NULL). Both row sets have the same columns.
+bool same_row(const db::RowSet& a, size_t ra, const db::RowSet& b, size_t rb);
+// Copies row r of `from` to the end of `to`.
+void append_row(db::RowSet& to, const db::RowSet& from, size_t r);
+// The SQL literals of the columns `idx` of row r.
+sql::KeyLiterals literals(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
+                          const std::vector<bool>& binary);
+sql::KeyLiterals literals(const std::vector<std::string>& values, const std::vector<bool>& binary);
+
+// Key lists for WHERE clauses: `columns` IN (...) over `keys`, cut into chunks of at most `max_keys` keys and
+// about `max_bytes` of text, so that no statement reaches max_allowed_packet.
+std::vector<std::string> key_lists(const std::vector<std::string>& columns, const std::vector<sql::KeyLiterals>& keys,
+                                   size_t max_bytes, const std::string& alias = "", size_t max_keys = 1000);
+// The primary-key lists of rows `which` of a table.
+std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
+                                           size_t max_bytes);
+
+// `salaries (emp_no, from_date) = (10103, '1986-06-26')`: how every message names a row.
+std::string name_row(const TableMeta& m, const db::RowSet& rows, size_t r);
+std::string name_key(const TableMeta& m, const std::vector<std::string>& key_values);
+
+// Bytes of SQL text one statement may carry on `conn`: well below its max_allowed_packet.
+size_t statement_budget(const db::Connection& conn);
+
+}  // namespace goarchive::pipeline

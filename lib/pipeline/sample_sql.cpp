@@ -1,0 +1,76 @@
+// Engine::sample_sql: the statements a batch sends, built by the same functions the pipeline uses, with `?`
+// where a value goes, so that dry-run shows SQL that is valid apart from its placeholders and is what runs.
+#include <fmt/format.h>
+
+#include "pipeline/engine.h"
+#include "pipeline/rows.h"
+#include "util/strings.h"
+
+namespace goarchive::pipeline {
+
+namespace {
+
+// Two placeholder keys of `n` columns: enough to show the shape of a key list.
+std::vector<sql::KeyLiterals> placeholders(size_t n) { return {sql::KeyLiterals(n, "?"), sql::KeyLiterals(n, "?")}; }
+
+std::string key_list(const std::vector<std::string>& cols, const std::string& alias = "") {
+  return sql::key_in(cols, placeholders(cols.size()), alias);
+}
+
+}  // namespace
+
+std::vector<std::string> Engine::sample_sql() const {
+  std::vector<std::string> out;
+  const TableMeta& root = m_ctx.root();
+  std::vector<std::string> last(root.key_cols.size(), "?");
+  std::string keyset = m_tree.keyset_query(nullptr, root.select_list);
+  std::string after = m_tree.keyset_query(&last, root.select_list);
+  // keyset_query quotes the placeholder values; show them bare.
+  for (size_t pos; (pos = after.find("'?'")) != std::string::npos;) after.replace(pos, 3, "?");
+  out.push_back("-- select roots: the first batch (plain read, keyset on the primary key)\n" + keyset);
+  out.push_back("-- select roots: every later batch, after the last key of the one before\n" + after);
+  for (int ni : m_ctx.copy_order) {
+    const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
+    if (ni == 0) continue;
+    const TableMeta& pm = m_ctx.tables[static_cast<size_t>(m.node.parent)];
+    out.push_back(fmt::format("-- discover {} (children of {}, chunked lists of parent values)\nSELECT {} FROM {} "
+                              "WHERE {}",
+                              m.node.table, pm.node.table, m.select_list, m.source_name, key_list(m.node.foreign_key)));
+  }
+  if (m_ctx.copies()) {
+    for (int ni : m_ctx.copy_order) {
+      const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
+      std::string row = "(" + join(std::vector<std::string>(m.columns.size(), "?"), ", ") + ")";
+      out.push_back(fmt::format("-- copy {} (parent-first, multi-row)\nINSERT INTO {} ({}) VALUES {}, {}", m.node.table,
+                                m.destination_name, m.select_list, row, row));
+      if (m_ctx.job.processing.verification == config::VerifyMethod::sha256) {
+        out.push_back(fmt::format("-- verify {} (read back in the copy transaction, SHA-256 per row)\nSELECT {} FROM {} "
+                                  "WHERE {}",
+                                  m.node.table, m.select_list, m.destination_name, key_list(m.key_cols)));
+      } else if (m_ctx.job.processing.verification == config::VerifyMethod::count) {
+        out.push_back(fmt::format("-- verify {} (row count in the copy transaction)\nSELECT COUNT(*) FROM {} WHERE {}",
+                                  m.node.table, m.destination_name, key_list(m.key_cols)));
+      }
+    }
+  }
+  if (m_ctx.deletes()) {
+    out.push_back(fmt::format("-- lock and re-read the roots before the delete\nSELECT {} FROM {} WHERE {} FOR UPDATE",
+                              root.select_list, root.source_name, key_list(root.key_cols)));
+    for (int ni : m_ctx.copy_order) {
+      if (ni == 0) continue;
+      const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
+      out.push_back(fmt::format("-- lock and re-read {}\nSELECT {} FROM {} WHERE {} FOR UPDATE", m.node.table,
+                                m.select_list, m.source_name, key_list(m.node.foreign_key)));
+    }
+    for (int ni : m_ctx.delete_order) {
+      const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
+      out.push_back(fmt::format("-- delete {} (child-first, by exact primary key, up to {} rows per statement)\n"
+                                "DELETE FROM {} WHERE {}",
+                                m.node.table, m_ctx.job.processing.delete_batch_size, m.source_name,
+                                key_list(m.key_cols)));
+    }
+  }
+  return out;
+}
+
+}  // namespace goarchive::pipeline

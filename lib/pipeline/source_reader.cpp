@@ -1,0 +1,73 @@
+#include "pipeline/source_reader.h"
+
+#include <set>
+
+#include "pipeline/rows.h"
+
+namespace goarchive::pipeline {
+
+std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector<std::string>* after,
+                                                 bool skip_copied) const {
+  const TableMeta& root = m_ctx.root();
+  db::Connection& src = m_ctx.src;
+  batch.tables.assign(m_ctx.tables.size(), TableRows{});
+  src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  db::Transaction snapshot(src, true, true);
+  db::RowSet rows = src.query(m_tree.keyset_query(after, root.select_list));
+  std::vector<std::string> last;
+  std::vector<std::vector<std::string>> keys;
+  for (size_t r = 0; r < rows.rows(); ++r) {
+    std::vector<std::string> key;
+    for (size_t i : root.key_idx) key.push_back(rows.cell(r, i));
+    keys.push_back(std::move(key));
+  }
+  if (!keys.empty()) last = keys.back();
+  std::set<std::string> skip;
+  if (skip_copied && !keys.empty()) {
+    std::vector<std::string> hashes;
+    for (const auto& k : keys) hashes.push_back(tracking::encode_key(k).hash);
+    auto done = m_ctx.registry.marked(m_ctx.dst, m_ctx.job_id, hashes, "copied");
+    skip.insert(done.begin(), done.end());
+  }
+  TableRows& tb = batch.tables[0];
+  tb.rows.set_columns(root.columns);
+  for (size_t r = 0; r < rows.rows(); ++r) {
+    tracking::RootKey rk = tracking::encode_key(keys[r]);
+    if (skip.count(rk.hash)) continue;  // copied before by this job (copy-only)
+    int owner = static_cast<int>(batch.roots.size());
+    batch.add_root(std::move(keys[r]));
+    append_row(tb.rows, rows, r);
+    tb.index(tb.size() - 1, encode_values(tb.rows, tb.size() - 1, root.key_idx), owner);
+  }
+  m_tree.read_children(src, Side::source, batch, Read::plain);
+  snapshot.commit();
+  batch.loaded = true;
+  return last;
+}
+
+void SourceReader::read_known(Batch& batch) const {
+  db::Connection& src = m_ctx.src;
+  batch.tables.assign(m_ctx.tables.size(), TableRows{});
+  batch.fate.assign(batch.roots.size(), RootFate::moved);
+  // One consistent snapshot for the whole tree: every table is read as of the same instant, without locks.
+  src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  db::Transaction snapshot(src, true, true);
+  std::vector<bool> matches;
+  m_tree.read_roots(src, Side::source, batch, Read::plain, &matches);
+  // A root that no longer matches `where` (the application revived it) is not archived by the recovery.
+  std::vector<bool> withdrawn(batch.roots.size(), false);
+  const TableRows& roots = batch.tables[0];
+  for (size_t r = 0; r < roots.size(); ++r) {
+    int owner = roots.root[r];
+    if (owner >= 0 && !matches[r]) {
+      withdrawn[static_cast<size_t>(owner)] = true;
+      batch.fate[static_cast<size_t>(owner)] = RootFate::withdrawn;
+    }
+  }
+  batch.drop_rows_of(withdrawn);
+  m_tree.read_children(src, Side::source, batch, Read::plain);
+  snapshot.commit();
+  batch.loaded = true;
+}
+
+}  // namespace goarchive::pipeline

@@ -1,0 +1,179 @@
+#include "pipeline/stages.h"
+
+#include <chrono>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "util/fault.h"
+#include "util/strings.h"
+
+namespace goarchive::pipeline {
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+void Stages::start() {
+  m_has_copied_marks =
+      m_ctx.mode == Mode::archive && m_ctx.registry.count_marked(m_ctx.dst, m_ctx.job_id, "copied") > 0;
+}
+
+void Stages::replace_earlier_copies(Batch& batch) {
+  if (batch.recovery) {
+    // This job copied these roots before it stopped: replace that copy with the current version of each root
+    // that is still in the source, and drop the copy of a root that no longer matches `where`. A root gone
+    // from the source was deleted by the earlier run: its copy is the archive and stays.
+    std::set<int> present(batch.tables[0].root.begin(), batch.tables[0].root.end());
+    std::vector<int> roots;
+    for (size_t i = 0; i < batch.roots.size(); ++i) {
+      if (present.count(static_cast<int>(i)) || batch.fate[i] == RootFate::withdrawn) roots.push_back(static_cast<int>(i));
+    }
+    m_writer.remove_tree_copies(batch, roots);
+    return;
+  }
+  if (!m_has_copied_marks) return;
+  // archive after copy-only of the same job: the earlier copy of these roots is this job's own; replace it with
+  // the current version (a row may have changed since), then forget the mark.
+  std::vector<std::string> hashes;
+  for (const auto& rk : batch.roots) hashes.push_back(rk.hash);
+  auto marked = m_ctx.registry.marked(m_ctx.dst, m_ctx.job_id, hashes, "copied");
+  if (marked.empty()) return;
+  std::set<std::string> set(marked.begin(), marked.end());
+  std::vector<int> roots;
+  for (size_t i = 0; i < batch.roots.size(); ++i) {
+    if (set.count(batch.roots[i].hash)) roots.push_back(static_cast<int>(i));
+  }
+  m_writer.remove_tree_copies(batch, roots);
+  m_ctx.registry.unmark(m_ctx.dst, m_ctx.job_id, marked);
+}
+
+void Stages::prepare(Batch& batch, std::vector<Batch*>& finished) {
+  spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
+  m_ctx.stats.t_select += batch.t_read;
+  if (batch.fate.size() != batch.roots.size()) batch.fate.assign(batch.roots.size(), RootFate::moved);
+  m_writer.prebuild(batch);
+  m_ctx.hooks.progress(m_ctx.stats, "copying");
+  auto t0 = std::chrono::steady_clock::now();
+  batch.copied.assign(m_ctx.tables.size(), 0);
+  batch.verified.assign(m_ctx.tables.size(), 0);
+  {
+    db::Transaction tx(m_ctx.dst);
+    for (Batch* f : finished) write_end(*f);
+    m_log.claim(batch);
+    if (m_ctx.copies()) {
+      replace_earlier_copies(batch);
+      m_writer.copy(batch);
+      spdlog::info("batch {} verification start: method {}", batch.no,
+                   config::to_string(m_ctx.job.processing.verification));
+      m_writer.verify(batch);
+      fault::point("after_verify");
+    }
+    fault::point("before_copy_commit");
+    m_ctx.hooks.before_commit();
+    tx.commit();
+  }
+  fault::point("after_copy_commit");
+  m_ctx.stats.t_copy += since(t0);
+  for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
+    m_ctx.stats.tables[t].copied += batch.copied[t];
+    m_ctx.stats.tables[t].verified += batch.verified[t];
+  }
+  for (Batch* f : finished) {
+    f->version = f->next_version;
+    account(*f);
+  }
+  finished.clear();
+}
+
+void Stages::prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pending,
+                           const std::function<void()>& settle) {
+  std::vector<Batch*> ps;
+  for (auto& b : pending) ps.push_back(b.get());
+  try {
+    prepare(batch, ps);
+    pending.clear();
+  } catch (...) {
+    try {
+      settle();
+      finish_all(pending);
+    } catch (const std::exception& e) {
+      spdlog::error("the batches before batch {} could not be recorded as done: {}", batch.no, e.what());
+    }
+    throw;
+  }
+}
+
+// A root left in the source because it changed after its copy loses its archived copy in the same transaction
+// that ends the batch, so that no row is ever in both servers; the next run archives its current version if it
+// still matches `where`.
+void Stages::write_end(Batch& batch) {
+  m_log.end(batch);
+  if (m_ctx.mode == Mode::archive) m_writer.remove_tree_copies(batch, batch.roots_with(RootFate::changed));
+  if (m_ctx.mode == Mode::copy_only) m_log.mark_copied(batch);
+}
+
+void Stages::finish(std::vector<Batch*>& batches) {
+  if (batches.empty()) return;
+  {
+    db::Transaction tx(m_ctx.dst);
+    for (Batch* b : batches) write_end(*b);
+    m_ctx.hooks.before_commit();
+    tx.commit();
+  }
+  for (Batch* b : batches) {
+    b->version = b->next_version;
+    account(*b);
+  }
+  batches.clear();
+}
+
+void Stages::finish_all(std::vector<std::unique_ptr<Batch>>& batches) {
+  std::vector<Batch*> ps;
+  for (auto& b : batches) ps.push_back(b.get());
+  finish(ps);
+  batches.clear();
+}
+
+void Stages::account(Batch& batch) {
+  size_t changed = batch.count(RootFate::changed);
+  for (size_t t = 0; t < batch.deleted.size(); ++t) m_ctx.stats.tables[t].deleted += batch.deleted[t];
+  m_ctx.stats.t_delete += batch.t_delete;
+  if (changed) {
+    m_ctx.stats.roots_changed += changed;
+    spdlog::warn("batch {}: {} root(s) changed in the source after they were copied and were left in the source "
+                 "and their archived copy was removed (e.g. {}); the next run archives their current version",
+                 batch.no, changed, join(batch.reasons, "; "));
+  }
+  m_ctx.stats.roots_done += batch.roots.size() - changed;
+  ++m_ctx.stats.batches;
+  m_ctx.stats.roots += batch.roots.size();
+  m_ctx.hooks.progress(m_ctx.stats, "batch done");
+  fault::point("after_batch");
+}
+
+void Stages::process(Batch& batch) {
+  if (!batch.loaded) {
+    auto t0 = std::chrono::steady_clock::now();
+    m_reader.read_known(batch);
+    batch.t_read = since(t0);
+  }
+  std::vector<Batch*> none;
+  prepare(batch, none);
+  if (m_ctx.deletes()) {
+    mark_deleting(batch);
+    m_ctx.hooks.gate("delete");
+    spdlog::info("batch {} delete phase start", batch.no);
+    m_ctx.hooks.progress(m_ctx.stats, "deleting");
+    remove(batch);
+  }
+  std::vector<Batch*> done{&batch};
+  finish(done);
+}
+
+}  // namespace goarchive::pipeline

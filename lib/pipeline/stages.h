@@ -1,0 +1,61 @@
+#pragma once
+// The stages of one batch and what ties them to the registry: prepare (one destination transaction: the end of
+// earlier batches, the claim, the copy and its verification), the source delete, and the end (done, archived
+// copies of roots that stayed removed). Both loops and the recovery run batches through these; none of them
+// owns a thread.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "pipeline/batch.h"
+#include "pipeline/batch_log.h"
+#include "pipeline/context.h"
+#include "pipeline/destination_writer.h"
+#include "pipeline/remover.h"
+#include "pipeline/source_reader.h"
+
+namespace goarchive::pipeline {
+
+class Stages {
+public:
+  Stages(Context& ctx, const SourceReader& reader, DestinationWriter& writer, const Remover& remover,
+         const BatchLog& log)
+      : m_ctx(ctx), m_reader(reader), m_writer(writer), m_remover(remover), m_log(log) {}
+
+  // Reads the registry state the stages depend on (copy-only marks of this job). Call once per run.
+  void start();
+  // The destination side of a batch in one transaction: the end of `finished` batches, this batch's claim,
+  // its rows and their verification. One commit per batch on the destination.
+  void prepare(Batch& batch, std::vector<Batch*>& finished);
+  // prepare() with the end of `pending` folded in. When the batch fails, `settle` waits for what is still
+  // under way and the end of `pending` is recorded on its own before the failure goes on.
+  void prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pending, const std::function<void()>& settle);
+  // Digests and statements of a batch, built ahead of its copy (safe on the source worker: reads the batch only).
+  void prebuild(Batch& batch) const { m_writer.prebuild(batch); }
+  // archive: records the batch as deleting before its source delete.
+  void mark_deleting(Batch& batch) const { m_log.mark_deleting(batch); }
+  // The source side of a batch (source connection only).
+  void remove(Batch& batch) const { m_remover.remove(batch); }
+  // Records the end of batches in one destination transaction of their own.
+  void finish(std::vector<Batch*>& batches);
+  void finish_all(std::vector<std::unique_ptr<Batch>>& batches);
+  // A batch through every stage, one after another (recovery).
+  void process(Batch& batch);
+
+private:
+  // Inside the caller's transaction: the batch is done; archived copies of roots that stayed go with it.
+  void write_end(Batch& batch);
+  // Before the copy: replaces copies this job made earlier (recovery, copy-only marks) with current versions.
+  void replace_earlier_copies(Batch& batch);
+  // Counts a batch whose end is committed.
+  void account(Batch& batch);
+
+  Context& m_ctx;
+  const SourceReader& m_reader;
+  DestinationWriter& m_writer;
+  const Remover& m_remover;
+  const BatchLog& m_log;
+  bool m_has_copied_marks = false;  // archive after copy-only: roots this job copied before may need a refresh
+};
+
+}  // namespace goarchive::pipeline

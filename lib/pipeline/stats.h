@@ -1,0 +1,21 @@
+#pragma once
+// The counters of a run: per table and per run, filled by the pipeline and read by the report. Plain data.
+#include <string>
+#include <vector>
+
+namespace goarchive::pipeline {
+
+struct TableStats {
+  std::string table;
+  unsigned long long copied = 0, verified = 0, deleted = 0, skipped_existing = 0;
+};
+
+struct Stats {
+  std::vector<TableStats> tables;  // by node index
+  unsigned long long batches = 0, roots = 0, roots_done = 0, roots_changed = 0, recovered = 0, retries = 0;
+  unsigned long long roots_conflict = 0;  // kept on both sides: no proof the archived version may be replaced
+  double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0;
+  double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
+};
+
+}  // namespace goarchive::pipeline

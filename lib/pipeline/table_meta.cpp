@@ -1,0 +1,97 @@
+#include "pipeline/table_meta.h"
+
+#include <fmt/format.h>
+
+#include "plan/sql.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace goarchive::pipeline {
+
+namespace {
+
+size_t position(const std::vector<std::string>& columns, const std::string& col) {
+  for (size_t k = 0; k < columns.size(); ++k) {
+    if (ascii_lower(columns[k]) == ascii_lower(col)) return k;
+  }
+  return columns.size();
+}
+
+bool same_names(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
+
+// True when the source declares a foreign key from `child` to `parent` over the relation's columns.
+bool declared_in_database(const TableMeta& child, const std::string& parent_table) {
+  for (const auto& fk : child.source.references) {
+    if (ascii_lower(fk.ref_table) == ascii_lower(parent_table) && same_names(fk.columns, child.node.foreign_key)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, const config::Job& job, bool is_root,
+                       const std::string& source_db, const std::string& dest_db) {
+  TableMeta m;
+  m.node = node;
+  m.source = info;
+  m.source_name = sql::qualified(source_db, node.table);
+  m.destination_name = sql::qualified(dest_db, node.table);
+  for (const auto& c : info.columns) {
+    if (c.generated) continue;
+    m.columns.push_back(c.name);
+    m.binary.push_back(c.binary);
+  }
+  auto pos = [&](const std::string& col) -> size_t {
+    size_t k = position(m.columns, col);
+    if (k == m.columns.size()) {
+      throw PreflightError(fmt::format("column {} of table {} is missing or generated", col, node.table));
+    }
+    return k;
+  };
+  m.key_cols = is_root && !job.primary_key.empty() ? job.primary_key : info.primary_key;
+  for (const auto& k : m.key_cols) {
+    m.key_idx.push_back(pos(k));
+    m.key_binary.push_back(m.binary[m.key_idx.back()]);
+  }
+  for (const auto& f : node.foreign_key) {
+    m.fk_idx.push_back(pos(f));
+    if (const schema::Column* col = info.column(f); col && !col->collation.empty()) m.collated_fk = true;
+  }
+  m.select_list = sql::ident_list(m.columns);
+  return m;
+}
+
+}  // namespace
+
+std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema::TableInfo>& source_tables,
+                                const config::Job& job, const std::string& source_db, const std::string& dest_db) {
+  std::vector<TableMeta> out;
+  for (size_t i = 0; i < tree.nodes().size(); ++i) {
+    out.push_back(describe_one(tree.nodes()[i], source_tables[i], job, i == 0, source_db, dest_db));
+  }
+  // Referenced columns are positions in the parent's column list.
+  for (size_t i = 1; i < out.size(); ++i) {
+    TableMeta& child = out[i];
+    const TableMeta& parent = out[static_cast<size_t>(child.node.parent)];
+    std::vector<std::string> refs = child.node.references.empty() ? parent.key_cols : child.node.references;
+    for (size_t k = 0; k < refs.size(); ++k) {
+      size_t p = position(parent.columns, refs[k]);
+      if (p == parent.columns.size()) {
+        throw PreflightError(fmt::format("column {} of table {} (referenced by {}) is missing", refs[k],
+                                         parent.node.table, child.node.table));
+      }
+      child.parent_ref_idx.push_back(p);
+      child.fk_binary.push_back(child.binary[child.fk_idx[k]] || parent.binary[p]);
+    }
+    child.config_only = !declared_in_database(child, parent.node.table);
+  }
+  return out;
+}
+
+}  // namespace goarchive::pipeline

@@ -1,0 +1,39 @@
+#pragma once
+// One table of a job's tree with everything its SQL needs: names on both servers, data columns, key and
+// foreign-key positions. Built once per run from the source catalog (after preflight); never changed after.
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "plan/tree.h"
+#include "schema/catalog.h"
+
+namespace goarchive::pipeline {
+
+struct TableMeta {
+  plan::Node node;
+  schema::TableInfo source;
+  std::string source_name;       // `db`.`table` on the source
+  std::string destination_name;  // `db`.`table` on the destination
+  std::vector<std::string> columns;   // data columns (stored, not generated), in order
+  std::vector<bool> binary;           // per data column
+  std::vector<size_t> key_idx;        // primary key columns, positions in `columns`
+  std::vector<std::string> key_cols;  // primary key column names
+  std::vector<bool> key_binary;       // per key column
+  std::vector<size_t> fk_idx;         // this table's foreign-key columns (children)
+  std::vector<size_t> parent_ref_idx; // the referenced columns, positions in the parent's `columns`
+  std::vector<bool> fk_binary;        // per foreign-key column: either side binary
+  std::string select_list;            // quoted column list
+  // A foreign-key column compares by collation ('abc' = 'ABC ' under a _ci, PAD SPACE collation): children are
+  // then matched to their parent row by the server, through a join that returns the parent's exact key bytes.
+  bool collated_fk = false;
+  // The relation is declared only in the config (no foreign key in the source database): nothing makes an
+  // application's insert of a child wait for the delete of its parent, so the delete's read takes gap locks.
+  bool config_only = false;
+};
+
+// Builds the table metadata of a job from the source catalog (preflight has already checked it).
+std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema::TableInfo>& source_tables,
+                                const config::Job& job, const std::string& source_db, const std::string& dest_db);
+
+}  // namespace goarchive::pipeline

@@ -1,0 +1,118 @@
+#include "pipeline/tree_reader.h"
+
+#include <fmt/format.h>
+
+#include "pipeline/rows.h"
+
+namespace goarchive::pipeline {
+
+std::string TreeReader::keyset_query(const std::vector<std::string>* after, const std::string& columns) const {
+  const TableMeta& root = m_ctx.root();
+  std::string cond = "(" + m_ctx.job.where + ")";
+  if (after) cond += " AND " + sql::keyset_after(root.key_cols, literals(*after, root.key_binary));
+  std::string order;
+  for (size_t k = 0; k < root.key_cols.size(); ++k) order += (k ? ", " : "") + sql::ident(root.key_cols[k]);
+  // A plain, non-locking read (seed 000, I3): the application's writes are never blocked by it. FORCE INDEX
+  // keeps the walk on the primary key: an index on the `where` column would otherwise make every batch sort
+  // all remaining cold rows (pt-archiver forces the index for the same reason).
+  bool on_primary = root.key_cols == root.source.primary_key;
+  return fmt::format("SELECT {} FROM {}{} WHERE {} ORDER BY {} LIMIT {}", columns, root.source_name,
+                     on_primary ? " FORCE INDEX (PRIMARY)" : "", cond, order, m_ctx.job.processing.batch_size);
+}
+
+void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read read,
+                            std::vector<bool>* matches) const {
+  const TableMeta& root = m_ctx.root();
+  TableRows& tb = batch.tables[0];
+  tb = TableRows{};
+  tb.rows.set_columns(root.columns);
+  std::map<std::string, int> owner;
+  std::vector<sql::KeyLiterals> keys;
+  for (size_t i = 0; i < batch.root_keys.size(); ++i) {
+    owner[encode_values(batch.root_keys[i])] = static_cast<int>(i);
+    keys.push_back(literals(batch.root_keys[i], root.key_binary));
+  }
+  const std::string& name = side == Side::source ? root.source_name : root.destination_name;
+  std::string columns = root.select_list;
+  if (matches) columns += fmt::format(", (({}) IS TRUE)", m_ctx.job.where);
+  const size_t ncols = root.columns.size();
+  for (const auto& list : key_lists(root.key_cols, keys, statement_budget(conn))) {
+    conn.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", columns, name, list,
+                            read == Read::locked ? " FOR UPDATE" : ""),
+                [&](const char* const* cells, const unsigned long* lengths, size_t) {
+                  for (size_t c = 0; c < ncols; ++c) tb.rows.push(cells[c], cells[c] ? lengths[c] : 0);
+                  if (matches) matches->push_back(cells[ncols] && cells[ncols][0] == '1');
+                });
+  }
+  for (size_t r = 0; r < tb.size(); ++r) {
+    std::string key = encode_values(tb.rows, r, root.key_idx);
+    auto it = owner.find(key);
+    tb.index(r, std::move(key), it == owner.end() ? -1 : it->second);
+  }
+}
+
+void TreeReader::read_children(db::Connection& conn, Side side, Batch& batch, Read read) const {
+  for (int ni : m_ctx.copy_order) {
+    if (ni != 0) read_child(conn, side, batch, static_cast<size_t>(ni), read);
+  }
+}
+
+void TreeReader::read_child(db::Connection& conn, Side side, Batch& batch, size_t t, Read read) const {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableMeta& pm = m_ctx.tables[static_cast<size_t>(m.node.parent)];
+  const TableRows& parent = batch.tables[static_cast<size_t>(m.node.parent)];
+  TableRows& tb = batch.tables[t];
+  tb = TableRows{};
+  tb.rows.set_columns(m.columns);
+  // Distinct referenced values of the parent rows, each mapped to its parent row's root.
+  std::map<std::string, int> parent_root;
+  std::vector<sql::KeyLiterals> values;
+  for (size_t r = 0; r < parent.size(); ++r) {
+    if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
+    if (parent_root.emplace(encode_values(parent.rows, r, m.parent_ref_idx), parent.root[r]).second) {
+      values.push_back(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
+    }
+  }
+  const bool source = side == Side::source;
+  const std::string& name = source ? m.source_name : m.destination_name;
+  std::string select = m.select_list, from = name, join;
+  if (m.collated_fk) {
+    select.clear();
+    for (size_t c = 0; c < m.columns.size(); ++c) select += (c ? ", c." : "c.") + sql::ident(m.columns[c]);
+    for (size_t k = 0; k < m.parent_ref_idx.size(); ++k) select += ", p." + sql::ident(pm.columns[m.parent_ref_idx[k]]);
+    from = name + " AS c";
+    join = " JOIN " + (source ? pm.source_name : pm.destination_name) + " AS p ON ";
+    for (size_t k = 0; k < m.fk_idx.size(); ++k) {
+      join += (k ? " AND c." : "c.") + sql::ident(m.columns[m.fk_idx[k]]) + " = p." +
+              sql::ident(pm.columns[m.parent_ref_idx[k]]);
+    }
+  }
+  // A locked read of the children takes only the matching rows' locks on the foreign-key index (the delete's
+  // transaction runs at READ COMMITTED) unless the relation is declared only in the config; then the caller's
+  // transaction runs at REPEATABLE READ so that these reads also lock the gaps: an application insert of a child
+  // under one of these parents waits for the delete's commit instead of slipping in unseen (no foreign key
+  // would stop it).
+  const char* lock = read == Read::locked ? " FOR UPDATE" : "";
+  std::vector<std::string> row_parent;
+  const size_t ncols = m.columns.size();
+  for (const auto& list : key_lists(m.node.foreign_key, values, statement_budget(conn), m.collated_fk ? "c" : "")) {
+    conn.stream(fmt::format("SELECT {} FROM {}{} WHERE {}{}", select, from, join, list, lock),
+                [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
+                  for (size_t c = 0; c < ncols; ++c) tb.rows.push(cells[c], cells[c] ? lengths[c] : 0);
+                  if (m.collated_fk) {
+                    std::string enc;
+                    for (size_t c = ncols; c < cols; ++c) {
+                      enc += encode_values(std::vector<std::string>{std::string(cells[c], lengths[c])});
+                    }
+                    row_parent.push_back(std::move(enc));
+                  }
+                });
+  }
+  for (size_t r = 0; r < tb.size(); ++r) {
+    std::string fk = m.collated_fk ? row_parent[r] : encode_values(tb.rows, r, m.fk_idx);
+    auto it = parent_root.find(fk);
+    tb.index(r, encode_values(tb.rows, r, m.key_idx), it == parent_root.end() ? -1 : it->second);
+  }
+}
+
+}  // namespace goarchive::pipeline

@@ -1,0 +1,34 @@
+#pragma once
+// Reads a batch's tree from either server: root rows by keyset or by exact key, then every child table
+// breadth-first by chunked IN lists over its parent's referenced values, each row tagged with its root.
+// It only reads (plain, or FOR UPDATE inside the caller's transaction); it never writes and never commits.
+#include <string>
+#include <vector>
+
+#include "pipeline/batch.h"
+#include "pipeline/context.h"
+
+namespace goarchive::pipeline {
+
+enum class Side { source, destination };
+// How the rows are read: plainly (a snapshot or a plain read), or locked for the delete.
+enum class Read { plain, locked };
+
+class TreeReader {
+public:
+  explicit TreeReader(const Context& ctx) : m_ctx(ctx) {}
+
+  // `SELECT <columns> ... WHERE (<where>) AND key > <after> ORDER BY key LIMIT batch_size`: the next roots.
+  std::string keyset_query(const std::vector<std::string>* after, const std::string& columns) const;
+  // The root rows of `batch.root_keys` by exact key, into batch.tables[0]. With `matches`, also whether each
+  // row still matches `where` (evaluated by the server in the same statement, so under the same lock).
+  void read_roots(db::Connection& conn, Side side, Batch& batch, Read read, std::vector<bool>* matches = nullptr) const;
+  // Every child table, parent-first, from the parent rows already in the batch.
+  void read_children(db::Connection& conn, Side side, Batch& batch, Read read) const;
+
+private:
+  void read_child(db::Connection& conn, Side side, Batch& batch, size_t t, Read read) const;
+  const Context& m_ctx;
+};
+
+}  // namespace goarchive::pipeline
