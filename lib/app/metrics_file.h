@@ -1,0 +1,13 @@
+#pragma once
+// The Prometheus textfile of a run: written to PATH.tmp and renamed into place, so a collector never reads half
+// a file. A failed run keeps the earlier run's last-success timestamp, so that an alert on its age still fires.
+#include <string>
+
+#include "pipeline/stats.h"
+#include "report/summary.h"
+
+namespace goarchive::app {
+
+void write_metrics(const std::string& path, const report::RunInfo& info, const pipeline::Stats& stats);
+
+}  // namespace goarchive::app

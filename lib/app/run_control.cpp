@@ -1,0 +1,112 @@
+#include "app/run_control.h"
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace goarchive::app {
+
+namespace {
+
+std::atomic<int> g_signal{0};
+void on_signal(int sig) { g_signal.store(sig); }
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+RunControl::RunControl(const config::Job& job, double max_runtime, report::Progress& progress)
+    : m_job(job), m_max_runtime(max_runtime), m_progress(progress), m_started(Clock::now()) {}
+
+void RunControl::install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool RunControl::signalled() const { return g_signal.load() != 0; }
+
+bool RunControl::stop_requested() {
+  if (int sig = g_signal.load()) {
+    m_reason = sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM";
+    m_code = sig == SIGINT ? k_exit_sigint : k_exit_sigterm;
+    return true;
+  }
+  if (m_max_runtime > 0 && since(m_started) >= m_max_runtime) {
+    m_reason = fmt::format("max-runtime {} reached", format_duration(m_max_runtime));
+    return true;
+  }
+  return false;
+}
+
+void RunControl::wait(double seconds) {
+  auto until = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < until) {
+    if (m_lock_check) m_lock_check();
+    if (signalled()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+bool RunControl::may_continue() {
+  if (m_lock_check) m_lock_check();
+  if (m_job.processing.sleep > 0 && !m_first_boundary) {
+    auto until = Clock::now() + std::chrono::duration<double>(m_job.processing.sleep);
+    while (Clock::now() < until && !stop_requested()) wait(0.05);
+  }
+  m_first_boundary = false;
+  const std::string& sentinel = m_job.processing.sentinel_file;
+  bool announced = false;
+  while (!sentinel.empty() && std::filesystem::exists(sentinel)) {
+    if (!announced) {
+      spdlog::warn("paused: sentinel file {} exists; remove it to continue", sentinel);
+      announced = true;
+    }
+    m_progress.update(m_stats, "paused: sentinel file");
+    if (stop_requested()) return false;
+    wait(0.5);
+  }
+  if (announced) spdlog::info("sentinel file gone: continuing");
+  return !stop_requested();
+}
+
+void RunControl::hold_while_gated(const char* phase) {
+  for (const auto& gate : m_gates) {
+    auto held_since = Clock::now();
+    std::optional<std::string> why;
+    while ((why = gate.check())) {
+      double held = since(held_since);
+      spdlog::warn("held before {} by the {} gate: {}", phase, gate.name, *why);
+      m_progress.update(m_stats, "held: " + *why);
+      if (gate.max_hold > 0 && held >= gate.max_hold) {
+        m_held += held;
+        throw BusyError(fmt::format("stopped after holding {} for {} ({}); the run stopped cleanly at a batch "
+                                    "boundary and resumes on its rerun",
+                                    format_duration(held), gate.name, *why));
+      }
+      wait(gate.interval);
+      if (signalled()) break;  // the next boundary stops the run
+    }
+    m_held += since(held_since);
+    if (signalled()) return;
+  }
+}
+
+void RunControl::show(const pipeline::Stats& stats, const char* phase) {
+  m_stats = stats;
+  m_stats.t_held = m_held;
+  m_progress.update(m_stats, phase);
+}
+
+}  // namespace goarchive::app

@@ -1,0 +1,65 @@
+#pragma once
+// The one object the batch loop asks "may I go on?": it owns the stop signals (SIGINT, SIGTERM), max-runtime,
+// the sleep between batches, the sentinel file, the gates that hold a run (replication lag, server load) and
+// the lock-loss check of the heartbeat. It decides and waits; it never touches rows.
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "pipeline/stats.h"
+#include "report/summary.h"
+
+namespace goarchive::app {
+
+// A reason to hold the run, asked again every `interval` seconds while it holds; nullopt = go.
+struct HoldCheck {
+  std::string name;  // "replication", "throttle"
+  std::function<std::optional<std::string>()> check;
+  double interval = 1;
+  double max_hold = 0;  // seconds; 0 = hold as long as it takes
+};
+
+class RunControl {
+public:
+  RunControl(const config::Job& job, double max_runtime, report::Progress& progress);
+
+  // SIGINT and SIGTERM end the run at its next batch boundary.
+  static void install_signal_handlers();
+
+  // Called by the heartbeat's owner: throws when a lock set is lost (the run stops, even while it waits).
+  void set_lock_check(std::function<void()> check) { m_lock_check = std::move(check); }
+  void add_gate(HoldCheck gate) { m_gates.push_back(std::move(gate)); }
+
+  // At a batch boundary: sleeps `sleep`, pauses while the sentinel file exists, and answers false when a
+  // signal or max-runtime asks the run to stop (stop_reason() then says why).
+  bool may_continue();
+  // Waits while a gate holds; throws BusyError (exit 4) once a gate held longer than its max_hold.
+  void hold_while_gated(const char* phase);
+  void show(const pipeline::Stats& stats, const char* phase);
+
+  bool stop_requested();
+  bool signalled() const;
+  const std::string& stop_reason() const { return m_reason; }
+  int stop_code() const { return m_code; }
+  double held_seconds() const { return m_held; }
+
+private:
+  void wait(double seconds);  // sleeps in slices, checking the locks and the signals
+
+  const config::Job& m_job;
+  double m_max_runtime;
+  report::Progress& m_progress;
+  std::chrono::steady_clock::time_point m_started;
+  std::function<void()> m_lock_check;
+  std::vector<HoldCheck> m_gates;
+  pipeline::Stats m_stats;
+  bool m_first_boundary = true;
+  std::string m_reason;
+  int m_code = 0;
+  double m_held = 0;
+};
+
+}  // namespace goarchive::app
