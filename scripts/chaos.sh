@@ -5,7 +5,7 @@
 # /tmp/ga-chaos). Prints at the end: rounds, application writes committed, kills, lost / duplicated / stale / orphans.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=20 seed=${CHAOS_SEED:-$(date +%s)} seconds=${CHAOS_SECONDS:-12}
+rounds=20 seed=${CHAOS_SEED:-$(date +%s)} seconds=${CHAOS_SECONDS:-15}
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;

@@ -196,6 +196,10 @@ class Model:
         self.lock = threading.Lock()
         self.next = {t: 1 for t in schema.TABLES}
         self.writes = collections.Counter()
+        self.last = {}  # (table, key) -> the last application write that changed, created or deleted the row
+
+    def why(self, t, key):
+        return f" [last write: {self.last.get((t, key), 'none (initial row)')}]"
 
     def fresh(self, t):
         with self.lock:
@@ -306,9 +310,11 @@ class App:
         upserts, deletes, roots = changes
         for t, key, row in upserts:
             m.rows[t][key] = row
+            m.last[(t, key)] = op
         for t, key in deletes:
             m.rows[t].pop(key, None)
             m.deleted[t].add(key)
+            m.last[(t, key)] = op
         m.touched_roots.update(roots)
         m.writes[op] += 1
 
@@ -552,7 +558,8 @@ def check(schema, model, src_db, dst_db, mode, what):
             s, d = src[t].get(key), dst[t].get(key)
             for where, got in sides((("source", s), ("destination", d))):
                 if got is not None and got != row:
-                    bad["stale"].append(f"{t} {key}: {where} has {got}, latest committed version is {row}")
+                    bad["stale"].append(f"{t} {key}: {where} has {got}, latest committed version is {row}"
+                                        + model.why(t, key))
             el = eligible(t, key)
             tag = "touched" if model.root_of(t, key) in model.touched_roots else "untouched"
             if mode == "copy-only-source":
@@ -569,18 +576,21 @@ def check(schema, model, src_db, dst_db, mode, what):
                     bad["unarchived"].append(f"{t} {key}: eligible ({tag}), not purged after the final clean run")
                 continue
             if s is None and d is None:
-                bad["lost"].append(f"{t} {key} (eligible={el}, {tag}) is in neither server; latest version {row}")
+                bad["lost"].append(f"{t} {key} (eligible={el}, {tag}) is in neither server; latest version {row}"
+                                   + model.why(t, key))
             elif s is not None and d is not None:
-                bad["duplicated"].append(f"{t} {key} (eligible={el}, {tag}) is in the source and the destination")
+                bad["duplicated"].append(f"{t} {key} (eligible={el}, {tag}) is in the source and the destination"
+                                         + model.why(t, key))
             elif el is False and d is not None:
-                bad["misplaced"].append(f"{t} {key}: not eligible ({tag}), in the destination only")
+                bad["misplaced"].append(f"{t} {key}: not eligible ({tag}), in the destination only" + model.why(t, key))
             elif el and s is not None:
                 bad["unarchived"].append(f"{t} {key}: eligible ({tag}), still in the source after the final clean "
                                          f"archive run")
         for where, rows in sides((("source", src[t]), ("destination", dst[t]))):
             for key in rows:
                 if key in model.deleted[t] and key not in model.rows[t]:
-                    bad["stale"].append(f"{t} {key}: deleted by the application, still in the {where}: {rows[key]}")
+                    bad["stale"].append(f"{t} {key}: deleted by the application, still in the {where}: {rows[key]}"
+                                        + model.why(t, key))
                 elif key not in model.rows[t]:
                     bad["stale"].append(f"{t} {key}: unknown row in the {where}: {rows[key]}")
     for child, fk, parent, refs in schema.relations():

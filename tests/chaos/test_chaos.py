@@ -17,7 +17,7 @@ Rounds vary: archive / copy-only / purge, database foreign keys (ON UPDATE CASCA
 composite and VARCHAR keys, sha256 or count verification, small or large batches.
 
 Environment: CHAOS_SEED (default 20261201), CHAOS_ROUNDS (default 6), CHAOS_SECONDS (seconds of load per round,
-default 12), CHAOS_KEEP=1 keeps a failed round's databases, CHAOS_VERBOSE=1 prints every goarchive run.
+default 15), CHAOS_KEEP=1 keeps a failed round's databases, CHAOS_VERBOSE=1 prints every goarchive run.
 It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
 the end. Needs the Debug build (fault hooks).
 """
@@ -39,7 +39,7 @@ from scenario import BIN, Scenario  # noqa: E402
 
 SEED = int(os.environ.get("CHAOS_SEED") or 20261201)
 ROUNDS = int(os.environ.get("CHAOS_ROUNDS") or 6)
-SECONDS = float(os.environ.get("CHAOS_SECONDS") or 12)
+SECONDS = float(os.environ.get("CHAOS_SECONDS") or 15)
 VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
 MODES = ["archive", "copy-only", "purge"]
 KEYS = ["int", "composite", "varchar"]
@@ -178,7 +178,7 @@ class Chaos(unittest.TestCase):
                     time.sleep(rng.uniform(0, 0.5))
                 else:
                     STATS["rc1"] += 1
-                    log.append("  " + tail(err, 3).replace("\n", "\n  "))
+                    log.append("  " + tail(err, 1))
         finally:
             app.finish()
         writes = sum(model.writes.values())
@@ -191,7 +191,7 @@ class Chaos(unittest.TestCase):
         if p["mode"] == "copy-only":
             rc, out, err = self.clean_run(sc, "copy-only", cfg, log)
             if rc != 0:
-                failures.append(f"the final clean copy-only run ended rc={rc}:\n{tail(err)}")
+                failures.append(f"the final clean copy-only run ended rc={rc}:\n{tail(err, 3)}")
             b = check(schema, model, sc.src_db, sc.dst_db, "copy-only-source", kind)
             for k, v in b.items():
                 bad[k] += [f"(after copy-only) {line}" for line in v]
@@ -200,7 +200,7 @@ class Chaos(unittest.TestCase):
             final_mode = p["mode"]
         rc, out, err = self.clean_run(sc, final_mode, cfg, log)
         if rc != 0:
-            failures.append(f"the final clean {final_mode} run ended rc={rc}:\n{tail(err)}")
+            failures.append(f"the final clean {final_mode} run ended rc={rc}:\n{tail(err, 3)}")
             STATS["final_failed"] += 1
         b = check(schema, model, sc.src_db, sc.dst_db, final_mode, kind)
         for k, v in b.items():
@@ -223,7 +223,7 @@ class Chaos(unittest.TestCase):
             text = "\n".join(failures)
             if any(bad.values()):
                 text += "\n" + report(bad, what)
-            text += "\n  runs: " + "; ".join(log[-30:])
+            text += "\n  goarchive runs (last 12): " + "\n    ".join([""] + log[-12:])
             if os.environ.get("CHAOS_KEEP"):
                 sc.cleanup = lambda: None  # keep the databases for a look
                 text += f"\n  kept: source {sc.src_db}, destination {sc.dst_db}, registry {sc.job_schema}"
