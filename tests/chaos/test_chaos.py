@@ -17,7 +17,8 @@ Rounds vary: archive / copy-only / purge, database foreign keys (ON UPDATE CASCA
 composite and VARCHAR keys, sha256 or count verification, small or large batches.
 
 Environment: CHAOS_SEED (default 20261201), CHAOS_ROUNDS (default 6), CHAOS_SECONDS (seconds of load per round,
-default 15), CHAOS_KEEP=1 keeps a failed round's databases, CHAOS_VERBOSE=1 prints every goarchive run.
+default 15), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
+CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run.
 It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
 the end. Needs the Debug build (fault hooks).
 """
@@ -233,7 +234,10 @@ class Chaos(unittest.TestCase):
 
     def test_chaos(self):
         errors = []
+        only = {int(x) for x in os.environ.get("CHAOS_ONLY", "").split(",") if x.strip()}
         for i in range(ROUNDS):
+            if only and i not in only:
+                continue
             e = self.one_round(i)
             if e:
                 print(e, file=sys.stderr, flush=True)
