@@ -569,9 +569,9 @@ def check(schema, model, src_db, dst_db, mode, what):
                 continue
             if mode == "purge":
                 if d is not None:
-                    bad["misplaced"].append(f"{t} {key}: purge put it in the destination")
+                    bad["misplaced"].append(f"{t} {key}: purge put it in the destination" + model.why(t, key))
                 if el is False and s is None:
-                    bad["lost"].append(f"{t} {key}: not eligible ({tag}), gone from the source: {row}")
+                    bad["lost"].append(f"{t} {key}: not eligible ({tag}), gone from the source: {row}" + model.why(t, key))
                 elif el and s is not None:
                     bad["unarchived"].append(f"{t} {key}: eligible ({tag}), not purged after the final clean run")
                 continue
