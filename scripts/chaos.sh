@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The randomized live-application test (tests/chaos/test_chaos.py), long: N rounds from one seed.
+#   scripts/chaos.sh --rounds N [--seed S] [--seconds SECONDS_OF_LOAD_PER_ROUND] [--keep]
+# Needs the Debug build (build/goarchive, or GOARCHIVE_BIN). Starts and stops its own servers (ports 26306-26308,
+# /tmp/ga-chaos). Prints at the end: rounds, application writes committed, kills, lost / duplicated / stale / orphans.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=20 seed=${CHAOS_SEED:-$(date +%s)} seconds=${CHAOS_SECONDS:-15}
+while (($#)); do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --keep) export CHAOS_KEEP=1; shift ;;
+    -h|--help) sed -n 2,5p "$0"; exit 0 ;;
+    *) echo "chaos.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+bin=${GOARCHIVE_BIN:-$PWD/build/goarchive}
+[[ -x $bin ]] || { echo "chaos.sh: no goarchive binary at $bin (build the Debug build first)" >&2; exit 2; }
+stats=$(mktemp /tmp/chaos-stats.XXXXXX.json)
+trap 'rm -f "$stats"' EXIT
+set +e
+GOARCHIVE_BIN=$bin CHAOS_SEED=$seed CHAOS_ROUNDS=$rounds CHAOS_SECONDS=$seconds CHAOS_STATS_FILE=$stats \
+  PYTHONPATH=$PWD/tests/integration PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 tests/chaos/test_chaos.py -v
+rc=$?
+set -e
+/usr/bin/python3 - "$stats" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["stats"]
+g = lambda k: s.get(k, 0)
+print(f"\nchaos.sh: seed {d['seed']}: rounds {g('rounds')} (failed {g('rounds_failed')}), application writes committed "
+      f"{g('writes')}, kills {g('kills')}")
+print(f"chaos.sh: lost {g('lost')} / duplicated {g('duplicated')} / stale {g('stale')} / orphans {g('orphans')} "
+      f"(unarchived {g('unarchived')}, misplaced {g('misplaced')}, final runs failed {g('final_failed')})")
+for r in d["rounds"]:
+    if r["failed"]:
+        print(f"chaos.sh:   round {r['round']}: {r['kind']}: {r['summary']}")
+PY
+exit $rc

@@ -1,0 +1,615 @@
+"""Helpers for the randomized live-application test (test_chaos.py): its own servers, the round's schema (three
+tables r -> c -> g with integer, composite or VARCHAR keys, with or without database foreign keys), the
+application threads and their oracle (the model of every row's latest committed version), goarchive under SIGKILL,
+and the closing check.
+
+The model is location-independent: {table: {key: row}} of what the rows *are* (initial data plus every write the
+application committed with affected rows >= 1, each row read back inside its own transaction, so the model holds the
+exact values the server stores), plus {table: set of deleted keys}. goarchive moving a row is not a write.
+"""
+
+import collections
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+
+import gatest  # noqa: E402
+import pymysql  # noqa: E402
+
+q = gatest.quote_ident
+
+SERVERS_SH = os.path.join(ROOT, "scripts", "servers.sh")
+SERVER_ENV = {
+    "GOARCHIVE_TEST_DIR": os.environ.get("CHAOS_SERVERS_DIR", "/tmp/ga-chaos"),
+    "GA_SOURCE_PORT": os.environ.get("CHAOS_SOURCE_PORT", "26306"),
+    "GA_REPLICA_PORT": os.environ.get("CHAOS_REPLICA_PORT", "26307"),
+    "GA_DEST_PORT": os.environ.get("CHAOS_DEST_PORT", "26308"),
+}
+FORBIDDEN_PORTS = {str(p) for base in (23306, 24306, 25306) for p in range(base, base + 3)} | \
+    {str(p) for base in range(27306, 30307, 1000) for p in range(base, base + 3)}
+
+STATS = collections.Counter()
+
+# Fault points of the Debug build per mode (lib/util/fault.cpp), as the fault campaign uses them.
+POINTS = {
+    "archive": ["after_locks", "before_copy_commit", "after_copy_commit", "after_verify", "after_mark_deleting",
+                "before_delete_commit", "after_delete_commit", "after_batch"],
+    "copy-only": ["after_locks", "before_copy_commit", "after_copy_commit", "after_verify", "after_batch"],
+    "purge": ["after_locks", "before_delete_commit", "after_delete_commit", "after_batch"],
+}
+
+
+# -- servers and binary ---------------------------------------------------------------------------------------------
+def use_own_servers():
+    if FORBIDDEN_PORTS & {SERVER_ENV["GA_SOURCE_PORT"], SERVER_ENV["GA_DEST_PORT"], SERVER_ENV["GA_REPLICA_PORT"]}:
+        raise RuntimeError("the chaos test must not run on other suites' ports")
+    os.environ.update(SERVER_ENV)
+    os.environ["GA_HOST"] = "127.0.0.1"
+    os.environ["GA_USER"] = "goarchive"
+    os.environ["GA_PASSWORD"] = "goarchive-test-pw"  # scripts/servers.sh's test account
+    for var in ("GA_SOURCE_SOCKET", "GA_DEST_SOCKET", "GA_REPLICA_SOCKET", "GOARCHIVE_FAULT"):
+        os.environ.pop(var, None)
+
+
+def servers(command, *names, timeout=180):
+    env = dict(os.environ)
+    env.update(SERVER_ENV)
+    for attempt in range(3):
+        r = subprocess.run(["bash", SERVERS_SH, command, *names], env=env, capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode == 0 or command != "start":
+            break
+        print(f"servers.sh start failed (attempt {attempt + 1}), retrying:\n{r.stderr}", file=sys.stderr, flush=True)
+        time.sleep(2)
+    if r.returncode != 0:
+        raise RuntimeError(f"servers.sh {command} {' '.join(names)} failed (rc={r.returncode}):\n{r.stdout}{r.stderr}")
+    return r
+
+
+def pin_binary(path):
+    """A private copy of the goarchive binary (another engineer may rebuild build/goarchive meanwhile)."""
+    dest_dir = os.path.join(SERVER_ENV["GOARCHIVE_TEST_DIR"], "bin")
+    os.makedirs(dest_dir, exist_ok=True)
+    dest = os.path.join(dest_dir, f"goarchive.{os.getpid()}")
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            shutil.copy2(path, dest)
+            r = subprocess.run([dest, "version"], capture_output=True, text=True, timeout=30)
+            if r.returncode == 0:
+                break
+        except (OSError, subprocess.SubprocessError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no working goarchive binary at {path}")
+        time.sleep(1)
+    import atexit
+    atexit.register(lambda: os.path.exists(dest) and os.unlink(dest))
+    return dest
+
+
+# -- the round's schema ---------------------------------------------------------------------------------------------
+class Schema:
+    """Tables r (root) -> c (child of r) -> g (child of c); KEY is int | composite | varchar; DBFK: whether the
+    database declares the foreign keys (ON UPDATE CASCADE) or the relations exist in the config only."""
+
+    TABLES = ["r", "c", "g"]
+    PARENT = {"c": "r", "g": "c"}
+    CHILD = {"r": "c", "c": "g"}
+
+    def __init__(self, key, dbfk):
+        self.key, self.dbfk = key, dbfk
+        self.cols = {}
+        self.pk = {}
+        self.fk = {}
+        for t in self.TABLES:
+            pk = self._keycols("")
+            fk = self._keycols(self.PARENT[t] + "_") if t in self.PARENT else []
+            data = (["cold"] if t == "r" else []) + ["v", "payload", "amt"]
+            self.pk[t] = [c for c, _ in pk]
+            self.fk[t] = [c for c, _ in fk]
+            self.cols[t] = [c for c, _ in pk] + [c for c, _ in fk] + data
+            self._types = getattr(self, "_types", {})
+            self._types.update({(t, c): ty for c, ty in pk + fk})
+        self.where = "cold = 1"
+
+    def _keycols(self, prefix):
+        if self.key == "int":
+            return [(prefix + "id", "INT NOT NULL")]
+        if self.key == "composite":
+            return [(prefix + "ka", "INT NOT NULL"), (prefix + "kb", "INT NOT NULL")]
+        return [(prefix + "k", "VARCHAR(40) NOT NULL")]
+
+    def keyval(self, n):
+        """The key tuple of number N (unique per table; never reused)."""
+        if self.key == "int":
+            return (n,)
+        if self.key == "composite":
+            return (n % 7, n)  # the same first part for many roots: pagination must walk (ka, kb)
+        return (f"k{n:06d}'é\\",)
+
+    def ddl(self, t):
+        defs = [f"{q(c)} {self._types[(t, c)]}" for c in self.pk[t] + self.fk[t]]
+        if t == "r":
+            defs.append("cold TINYINT NOT NULL")
+        defs += ["v BIGINT NOT NULL", "payload VARCHAR(100) NULL", "amt DECIMAL(12,3) NULL",
+                 f"PRIMARY KEY ({', '.join(q(c) for c in self.pk[t])})"]
+        if t == "r":
+            defs.append("KEY (cold)")
+        if self.fk[t]:
+            defs.append(f"KEY ({', '.join(q(c) for c in self.fk[t])})")
+            if self.dbfk:
+                p = self.PARENT[t]
+                defs.append(f"FOREIGN KEY ({', '.join(q(c) for c in self.fk[t])}) REFERENCES {q(p)} "
+                            f"({', '.join(q(c) for c in self.pk[p])}) ON UPDATE CASCADE")
+        return f"CREATE TABLE {q(t)} ({', '.join(defs)}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+
+    def job(self):
+        def one(cols):
+            return cols[0] if len(cols) == 1 else cols
+        return {"root_table": "r", "where": self.where, "relations": [
+            {"table": "c", "foreign_key": one(self.fk["c"])},
+            {"table": "g", "parent": "c", "foreign_key": one(self.fk["g"])}]}
+
+    def relations(self):
+        return [(t, self.fk[t], self.PARENT[t], self.pk[self.PARENT[t]]) for t in ("c", "g")]
+
+    def key_of(self, t, row):
+        return tuple(row[: len(self.pk[t])])
+
+    def parent_of(self, t, row):
+        n = len(self.pk[t])
+        return tuple(row[n: n + len(self.fk[t])])
+
+    def kwhere(self, t, cols=None):
+        return " AND ".join(f"{q(c)} = %s" for c in (cols or self.pk[t]))
+
+    def select(self, t):
+        return f"SELECT {', '.join(q(c) for c in self.cols[t])} FROM {q(t)}"
+
+
+def payload(rng, tag):
+    return f"{tag}-{rng.randrange(10 ** 6)}-" + rng.choice(["", "ü", "😀", "a'b", "x\\y", "日本", " "])
+
+
+def amount(rng):
+    return None if rng.random() < 0.1 else f"{rng.randrange(10 ** 7)}.{rng.randrange(1000):03d}"
+
+
+# -- the model (oracle) ---------------------------------------------------------------------------------------------
+class Model:
+    def __init__(self, schema):
+        self.s = schema
+        self.rows = {t: {} for t in schema.TABLES}
+        self.deleted = {t: set() for t in schema.TABLES}
+        self.touched_roots = set()  # root keys (any version) an application write touched, incl. its tree
+        self.lock = threading.Lock()
+        self.next = {t: 1 for t in schema.TABLES}
+        self.writes = collections.Counter()
+        self.last = {}  # (table, key) -> the last application write that changed, created or deleted the row
+
+    def why(self, t, key):
+        return f" [last write: {self.last.get((t, key), 'none (initial row)')}]"
+
+    def fresh(self, t):
+        with self.lock:
+            n = self.next[t]
+            self.next[t] += 1
+        return self.s.keyval(n)
+
+    def pick(self, rng, t):
+        with self.lock:
+            keys = self.rows[t]
+            if not keys:
+                return None
+            return rng.choice(list(keys))
+
+    def root_of(self, t, key):
+        """The root key of row KEY of T in the model (None when a parent is missing in the model)."""
+        while t != "r":
+            row = self.rows[t].get(key)
+            if row is None:
+                return None
+            key, t = self.s.parent_of(t, row), self.s.PARENT[t]
+        return key if key in self.rows["r"] else None
+
+
+# -- the application ------------------------------------------------------------------------------------------------
+class Skip(Exception):
+    """The write does not apply (its row or its parent is gone): rolled back, not logged."""
+
+
+class App:
+    """Application threads writing to the source database; each write its own transaction; the model learns only
+    writes that committed with affected rows >= 1."""
+
+    OPS = {"upd_root": 6, "upd_child": 5, "upd_grandchild": 3, "ins_child": 5, "ins_grandchild": 3, "del_child": 3,
+           "del_grandchild": 2, "move_child": 4, "move_grandchild": 2, "new_root_cold": 2, "new_root_hot": 2,
+           "flip_where": 4, "rekey_root": 2, "rekey_child": 2}
+
+    def __init__(self, model, db, seed, threads=3, pause=0.01):
+        self.m, self.s, self.db = model, model.s, db
+        self.seed, self.nthreads, self.pause = seed, threads, pause
+        self.stop = threading.Event()
+        self.threads = []
+        self.errors = collections.Counter()
+        self.crash = []
+
+    def start(self):
+        for i in range(self.nthreads):
+            th = threading.Thread(target=self._loop, args=(i,), daemon=True)
+            th.start()
+            self.threads.append(th)
+
+    def finish(self):
+        self.stop.set()
+        for th in self.threads:
+            th.join(60)
+        if self.crash:
+            raise AssertionError("application thread crashed:\n" + "\n".join(self.crash))
+
+    def _connect(self):
+        conn = gatest.connect("source", self.db, autocommit=False)
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            cur.execute("SET SESSION innodb_lock_wait_timeout = 3")
+        return conn
+
+    def _loop(self, i):
+        import traceback
+        rng = random.Random(f"{self.seed}:app:{i}")
+        ops, weights = list(self.OPS), list(self.OPS.values())
+        conn = None
+        try:
+            while not self.stop.is_set():
+                if conn is None:
+                    conn = self._connect()
+                op = rng.choices(ops, weights)[0]
+                try:
+                    with conn.cursor() as cur:
+                        changes = getattr(self, op)(cur, rng)
+                    with self.m.lock:  # commit and model update in commit order (row locks order the writers)
+                        conn.commit()
+                        self._apply(op, changes)
+                except Skip:
+                    conn.rollback()
+                    self.errors["skipped"] += 1
+                except pymysql.err.MySQLError as e:
+                    code = e.args[0] if e.args else None
+                    self.errors[f"error {code}"] += 1
+                    try:
+                        conn.rollback()
+                    except pymysql.err.MySQLError:
+                        conn = None
+                    if code in (2006, 2013, 0):
+                        conn = None
+                if self.pause:
+                    time.sleep(rng.uniform(0, self.pause))
+        except Exception:
+            self.crash.append(traceback.format_exc())
+        finally:
+            if conn is not None:
+                try:
+                    conn.rollback()
+                    conn.close()
+                except Exception:
+                    pass
+
+    def _apply(self, op, changes):
+        m = self.m
+        upserts, deletes, roots = changes
+        for t, key, row in upserts:
+            m.rows[t][key] = row
+            m.last[(t, key)] = op
+        for t, key in deletes:
+            m.rows[t].pop(key, None)
+            m.deleted[t].add(key)
+            m.last[(t, key)] = op
+        m.touched_roots.update(roots)
+        m.writes[op] += 1
+
+    # helpers inside the open transaction ------------------------------------------------------------------------
+    def _read(self, cur, t, key):
+        cur.execute(f"{self.s.select(t)} WHERE {self.s.kwhere(t)}", key)
+        r = cur.fetchone()
+        if r is None:
+            raise AssertionError(f"{t} {key} vanished inside its own transaction")
+        return tuple(r)
+
+    def _lock(self, cur, t, key, mode):
+        cur.execute(f"SELECT 1 FROM {q(t)} WHERE {self.s.kwhere(t)} {mode}", key)
+        if cur.fetchone() is None:
+            raise Skip()
+
+    def _root_tag(self, t, key):
+        with self.m.lock:
+            r = self.m.root_of(t, key)
+        return {r} if r is not None else set()
+
+    def _update(self, cur, rng, t, extra=""):
+        key = self.m.pick(rng, t)
+        if key is None:
+            raise Skip()
+        n = cur.execute(f"UPDATE {q(t)} SET v = v + 1, payload = %s, amt = %s {extra} WHERE {self.s.kwhere(t)}",
+                        (payload(rng, "u"), amount(rng), *key))
+        if n < 1:
+            raise Skip()
+        return [(t, key, self._read(cur, t, key))], [], self._root_tag(t, key)
+
+    def _insert(self, cur, rng, t):
+        p = self.s.PARENT[t]
+        pkey = self.m.pick(rng, p)
+        if pkey is None:
+            raise Skip()
+        self._lock(cur, p, pkey, "LOCK IN SHARE MODE")  # a well-behaved application: the parent must exist
+        key = self.m.fresh(t)
+        cols = self.s.pk[t] + self.s.fk[t] + ["v", "payload", "amt"]
+        cur.execute(f"INSERT INTO {q(t)} ({', '.join(q(c) for c in cols)}) VALUES ({', '.join(['%s'] * len(cols))})",
+                    (*key, *pkey, 1, payload(rng, "i"), amount(rng)))
+        return [(t, key, self._read(cur, t, key))], [], self._root_tag(p, pkey)
+
+    def _delete(self, cur, rng, t):
+        key = self.m.pick(rng, t)
+        if key is None:
+            raise Skip()
+        tags = self._root_tag(t, key)
+        self._lock(cur, t, key, "FOR UPDATE")
+        deletes = []
+        child = self.s.CHILD.get(t)
+        if child:
+            cur.execute(f"SELECT {', '.join(q(c) for c in self.s.pk[child])} FROM {q(child)} WHERE "
+                        f"{self.s.kwhere(child, self.s.fk[child])} FOR UPDATE", key)
+            for ck in [tuple(r) for r in cur.fetchall()]:
+                if cur.execute(f"DELETE FROM {q(child)} WHERE {self.s.kwhere(child)}", ck) == 1:
+                    deletes.append((child, ck))
+        if cur.execute(f"DELETE FROM {q(t)} WHERE {self.s.kwhere(t)}", key) != 1:
+            raise Skip()
+        deletes.append((t, key))
+        return [], deletes, tags
+
+    def _move(self, cur, rng, t):
+        key = self.m.pick(rng, t)
+        p = self.s.PARENT[t]
+        pkey = self.m.pick(rng, p)
+        if key is None or pkey is None:
+            raise Skip()
+        tags = self._root_tag(t, key) | self._root_tag(p, pkey)
+        self._lock(cur, p, pkey, "LOCK IN SHARE MODE")
+        sets = ", ".join(f"{q(c)} = %s" for c in self.s.fk[t])
+        n = cur.execute(f"UPDATE {q(t)} SET {sets}, v = v + 1 WHERE {self.s.kwhere(t)}", (*pkey, *key))
+        if n < 1:
+            raise Skip()
+        return [(t, key, self._read(cur, t, key))], [], tags
+
+    def _rekey(self, cur, rng, t):
+        """Changes the primary key of a row of T; its children follow (ON UPDATE CASCADE, or the application
+        updates them in the same transaction when the database declares no foreign key)."""
+        key = self.m.pick(rng, t)
+        if key is None:
+            raise Skip()
+        tags = self._root_tag(t, key)
+        self._lock(cur, t, key, "FOR UPDATE")  # blocks children being added or moved to it meanwhile
+        child = self.s.CHILD[t]
+        cur.execute(f"SELECT {', '.join(q(c) for c in self.s.pk[child])} FROM {q(child)} WHERE "
+                    f"{self.s.kwhere(child, self.s.fk[child])} FOR UPDATE", key)
+        kids = [tuple(r) for r in cur.fetchall()]
+        new = self.m.fresh(t)
+        sets_pk = ", ".join(f"{q(c)} = %s" for c in self.s.pk[t])
+        sets_fk = ", ".join(f"{q(c)} = %s" for c in self.s.fk[child])
+        if not self.s.dbfk:
+            for ck in kids:
+                cur.execute(f"UPDATE {q(child)} SET {sets_fk} WHERE {self.s.kwhere(child)}", (*new, *ck))
+        if cur.execute(f"UPDATE {q(t)} SET {sets_pk}, v = v + 1 WHERE {self.s.kwhere(t)}", (*new, *key)) != 1:
+            raise Skip()
+        upserts = [(t, new, self._read(cur, t, new))] + [(child, ck, self._read(cur, child, ck)) for ck in kids]
+        if t == "r":
+            tags |= {new}
+        return upserts, [(t, key)], tags
+
+    def _new_root(self, cur, rng, cold):
+        key = self.m.fresh("r")
+        cols = self.s.pk["r"] + ["cold", "v", "payload", "amt"]
+        cur.execute(f"INSERT INTO r ({', '.join(q(c) for c in cols)}) VALUES ({', '.join(['%s'] * len(cols))})",
+                    (*key, cold, 1, payload(rng, "n"), amount(rng)))
+        return [("r", key, self._read(cur, "r", key))], [], set()
+
+    # the operations -------------------------------------------------------------------------------------------------
+    def upd_root(self, cur, rng):
+        return self._update(cur, rng, "r")
+
+    def upd_child(self, cur, rng):
+        return self._update(cur, rng, "c")
+
+    def upd_grandchild(self, cur, rng):
+        return self._update(cur, rng, "g")
+
+    def ins_child(self, cur, rng):
+        return self._insert(cur, rng, "c")
+
+    def ins_grandchild(self, cur, rng):
+        return self._insert(cur, rng, "g")
+
+    def del_child(self, cur, rng):
+        return self._delete(cur, rng, "c")
+
+    def del_grandchild(self, cur, rng):
+        return self._delete(cur, rng, "g")
+
+    def move_child(self, cur, rng):
+        return self._move(cur, rng, "c")
+
+    def move_grandchild(self, cur, rng):
+        return self._move(cur, rng, "g")
+
+    def new_root_cold(self, cur, rng):
+        return self._new_root(cur, rng, 1)
+
+    def new_root_hot(self, cur, rng):
+        return self._new_root(cur, rng, 0)
+
+    def flip_where(self, cur, rng):
+        return self._update(cur, rng, "r", extra=", cold = 1 - cold")
+
+    def rekey_root(self, cur, rng):
+        return self._rekey(cur, rng, "r")
+
+    def rekey_child(self, cur, rng):
+        return self._rekey(cur, rng, "c")
+
+
+# -- initial data ---------------------------------------------------------------------------------------------------
+def load(schema, model, db, rng, roots):
+    """ROOTS roots (about half eligible), 0-4 children each, 0-2 grandchildren per child; fills the model from
+    what the source stores."""
+    conn = gatest.connect("source", db, autocommit=False)
+    try:
+        with conn.cursor() as cur:
+            rows = {t: [] for t in schema.TABLES}
+            for _ in range(roots):
+                rk = model.fresh("r")
+                rows["r"].append((*rk, int(rng.random() < 0.5), 1, payload(rng, "r"), amount(rng)))
+                for _ in range(rng.randint(0, 4)):
+                    ck = model.fresh("c")
+                    rows["c"].append((*ck, *rk, 1, payload(rng, "c"), amount(rng)))
+                    for _ in range(rng.randint(0, 2)):
+                        gk = model.fresh("g")
+                        rows["g"].append((*gk, *ck, 1, payload(rng, "g"), amount(rng)))
+            for t in schema.TABLES:
+                cols = schema.cols[t]
+                if rows[t]:
+                    cur.executemany(f"INSERT INTO {q(t)} ({', '.join(q(c) for c in cols)}) VALUES "
+                                    f"({', '.join(['%s'] * len(cols))})", rows[t])
+        conn.commit()
+    finally:
+        conn.close()
+    for t in schema.TABLES:
+        model.rows[t] = table_rows(schema, "source", db, t)
+
+
+def table_rows(schema, server, db, t):
+    """{key: row} of DB.T on SERVER."""
+    rows = gatest.sql(server, f"SELECT {', '.join(q(c) for c in schema.cols[t])} FROM {q(db)}.{q(t)}")
+    return {schema.key_of(t, r): tuple(r) for r in rows}
+
+
+# -- goarchive ------------------------------------------------------------------------------------------------------
+def run(bin_path, args, env=None, kill_after=None, timeout=180):
+    """goarchive ARGS; SIGKILLed KILL_AFTER seconds after its start if still running. Returns (rc, out, err)."""
+    e = dict(os.environ)
+    e.update(env or {})
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([bin_path, *args], stdout=out, stderr=err, env=e, text=True)
+        try:
+            if kill_after is not None:
+                try:
+                    p.wait(kill_after)
+                except subprocess.TimeoutExpired:
+                    p.send_signal(signal.SIGKILL)
+            p.wait(timeout)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        out.seek(0)
+        err.seek(0)
+        return p.returncode, out.read(), err.read()
+
+
+def tail(text, n=15):
+    return "\n".join(text.splitlines()[-n:])
+
+
+# -- the closing check ----------------------------------------------------------------------------------------------
+CATEGORIES = ("lost", "duplicated", "stale", "orphans", "unarchived", "misplaced")
+
+
+def check(schema, model, src_db, dst_db, mode, what):
+    """Failures {category: [example lines]} of the round's end state against the model.
+
+    MODE is the mode of the final clean run: archive (eligible trees in the destination, the others in the source,
+    nothing in both), purge (eligible trees gone, the others in the source, nothing in the destination),
+    copy-only-source (the intermediate check of a copy-only round: every row in the source, latest version)."""
+    bad = collections.defaultdict(list)
+    src = {t: table_rows(schema, "source", src_db, t) for t in schema.TABLES}
+    dst = {t: table_rows(schema, "destination", dst_db, t) for t in schema.TABLES}
+
+    def sides(pairs):  # the intermediate copy-only check looks at the source only: copies may lag behind
+        return pairs[:1] if mode == "copy-only-source" else pairs
+
+    def eligible(t, key):
+        r = model.root_of(t, key)
+        if r is None:
+            return None
+        return model.rows["r"][r][schema.cols["r"].index("cold")] == 1
+
+    for t in schema.TABLES:
+        for key, row in model.rows[t].items():
+            STATS["row_checks"] += 1
+            s, d = src[t].get(key), dst[t].get(key)
+            for where, got in sides((("source", s), ("destination", d))):
+                if got is not None and got != row:
+                    bad["stale"].append(f"{t} {key}: {where} has {got}, latest committed version is {row}"
+                                        + model.why(t, key))
+            el = eligible(t, key)
+            tag = "touched" if model.root_of(t, key) in model.touched_roots else "untouched"
+            if mode == "copy-only-source":
+                if s is None:
+                    bad["lost"].append(f"{t} {key} (eligible={el}) left the source in a copy-only round "
+                                       f"(destination has {d})")
+                continue
+            if mode == "purge":
+                if d is not None:
+                    bad["misplaced"].append(f"{t} {key}: purge put it in the destination" + model.why(t, key))
+                if el is False and s is None:
+                    bad["lost"].append(f"{t} {key}: not eligible ({tag}), gone from the source: {row}" + model.why(t, key))
+                elif el and s is not None:
+                    bad["unarchived"].append(f"{t} {key}: eligible ({tag}), not purged after the final clean run")
+                continue
+            if s is None and d is None:
+                bad["lost"].append(f"{t} {key} (eligible={el}, {tag}) is in neither server; latest version {row}"
+                                   + model.why(t, key))
+            elif s is not None and d is not None:
+                bad["duplicated"].append(f"{t} {key} (eligible={el}, {tag}) is in the source and the destination"
+                                         + model.why(t, key))
+            elif el is False and d is not None:
+                bad["misplaced"].append(f"{t} {key}: not eligible ({tag}), in the destination only" + model.why(t, key))
+            elif el and s is not None:
+                bad["unarchived"].append(f"{t} {key}: eligible ({tag}), still in the source after the final clean "
+                                         f"archive run")
+        for where, rows in sides((("source", src[t]), ("destination", dst[t]))):
+            for key in rows:
+                if key in model.deleted[t] and key not in model.rows[t]:
+                    bad["stale"].append(f"{t} {key}: deleted by the application, still in the {where}: {rows[key]}"
+                                        + model.why(t, key))
+                elif key not in model.rows[t]:
+                    bad["stale"].append(f"{t} {key}: unknown row in the {where}: {rows[key]}")
+    for child, fk, parent, refs in schema.relations():
+        on = " AND ".join(f"p.{q(r)} = c.{q(f)}" for f, r in zip(fk, refs))
+        for server, db in sides((("source", src_db), ("destination", dst_db))):
+            rows = gatest.sql(server, f"SELECT {', '.join('c.' + q(c) for c in schema.pk[child] + fk)} FROM "
+                                      f"{q(db)}.{q(child)} c WHERE NOT EXISTS (SELECT 1 FROM {q(db)}.{q(parent)} p "
+                                      f"WHERE {on})")
+            for r in rows:
+                n = len(schema.pk[child])
+                bad["orphans"].append(f"{child} {tuple(r[:n])} in the {server} without its {parent} {tuple(r[n:])}")
+    return bad
+
+
+def report(bad, what, limit=8):
+    lines = [f"{what}: " + ", ".join(f"{k} {len(v)}" for k, v in bad.items() if v)]
+    for k, v in bad.items():
+        for line in v[:limit]:
+            lines.append(f"  [{k}] {line}")
+        if len(v) > limit:
+            lines.append(f"  [{k}] ... {len(v) - limit} more")
+    return "\n".join(lines)

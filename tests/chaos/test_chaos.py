@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""The randomized live-application ("chaos") test: application threads make real, committed writes to the source
+(updates of old and new rows, new children under old roots, deleted children, children moved to another parent, new
+roots eligible or not, the root's `where` column flipped both ways, primary key updates with their children following)
+while goarchive archive / copy-only / purge runs and is SIGKILLed at random moments (after a random delay or at a
+fault point of the Debug build) and rerun. Then the application stops, a final clean run finishes the work, and the
+end state is checked against the application's log of committed writes (chaoskit.check):
+
+  every row's latest committed version is in exactly one of source and destination, byte-equal (purge: eligible trees
+  gone, the others in the source); rows the application deleted are in neither server; no orphans on either side;
+  every eligible root is archived (purged) and no non-eligible one is.
+
+A copy-only round runs copy-only under load, checks that the source still holds every row's latest version, then runs
+a clean `archive` and checks the full invariant.
+
+Rounds vary: archive / copy-only / purge, database foreign keys (ON UPDATE CASCADE) or config-only relations, integer,
+composite and VARCHAR keys, sha256 or count verification, small or large batches.
+
+Environment: CHAOS_SEED (default 20261201), CHAOS_ROUNDS (default 6), CHAOS_SECONDS (seconds of load per round,
+default 15), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
+CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run.
+It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
+the end. Needs the Debug build (fault hooks).
+"""
+
+import collections
+import json
+import os
+import random
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chaoskit  # noqa: E402  (puts tests/integration on sys.path)
+from chaoskit import CATEGORIES, POINTS, STATS, App, Model, Schema, check, load, report, run, servers, tail  # noqa
+
+import gatest  # noqa: E402
+from scenario import BIN, Scenario  # noqa: E402
+
+SEED = int(os.environ.get("CHAOS_SEED") or 20261201)
+ROUNDS = int(os.environ.get("CHAOS_ROUNDS") or 6)
+SECONDS = float(os.environ.get("CHAOS_SECONDS") or 15)
+VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
+MODES = ["archive", "copy-only", "purge"]
+KEYS = ["int", "composite", "varchar"]
+RESULTS = []  # one dict per round
+
+
+def setUpModule():
+    global BIN
+    chaoskit.use_own_servers()
+    BIN = chaoskit.pin_binary(BIN)
+    servers("start", "source", "destination")
+    print(f"\nchaos: CHAOS_SEED={SEED} CHAOS_ROUNDS={ROUNDS} CHAOS_SECONDS={SECONDS}, binary {BIN}, servers "
+          f"127.0.0.1:{os.environ['GA_SOURCE_PORT']} / :{os.environ['GA_DEST_PORT']}", file=sys.stderr, flush=True)
+
+
+def tearDownModule():
+    try:
+        if not os.environ.get("CHAOS_KEEP_SERVERS"):
+            servers("stop", "source", "destination")
+    finally:
+        print("\n" + closing_table(), file=sys.stderr, flush=True)
+        path = os.environ.get("CHAOS_STATS_FILE")
+        if path:
+            with open(path, "w") as f:
+                json.dump({"seed": SEED, "stats": dict(STATS), "rounds": RESULTS}, f, indent=1, default=str)
+
+
+def closing_table():
+    s = STATS
+    rows = [("rounds (failed)", f"{s['rounds']} ({s['rounds_failed']})"),
+            ("application writes committed", s["writes"]),
+            ("  skipped (row or parent gone) / failed (errors)", f"{s['skipped']} / {s['app_errors']}"),
+            ("goarchive runs under load", s["runs"]),
+            ("SIGKILLs (timer / fault point)", f"{s['kills']} ({s['kills_timer']} / {s['kills_point']})"),
+            ("runs ending rc 1 under load / rc 4", f"{s['rc1']} / {s['rc4']}"),
+            ("final clean runs failed", s["final_failed"])]
+    rows += [(k, s[k]) for k in CATEGORIES]
+    rows.append(("row checks", s["row_checks"]))
+    w = max(len(k) for k, _ in rows)
+    out = [f"chaos closing table (CHAOS_SEED={SEED})", "-" * (w + 14)]
+    out += [f"{k:<{w}}  {v:>10}" for k, v in rows]
+    fails = [r for r in RESULTS if r["failed"]]
+    if fails:
+        out.append("failed rounds:")
+        out += [f"  round {r['round']}: {r['kind']}: {r['summary']}" for r in fails]
+    return "\n".join(out)
+
+
+def round_params(i, rng):
+    """Round I's kind. The first rounds walk a fixed cover of modes x keys x foreign keys x verification; later
+    rounds draw at random."""
+    if i < 6:
+        mode = MODES[i % 3]
+        key = KEYS[(i + i // 3) % 3]
+        dbfk = i % 2 == 0
+        verification = ["sha256", "count"][(i // 2) % 2]
+    else:
+        mode, key = rng.choice(MODES), rng.choice(KEYS)
+        dbfk, verification = rng.random() < 0.5, rng.choice(["sha256", "count"])
+    large = rng.random() < 0.35
+    batch = rng.randint(100, 400) if large else rng.randint(2, 8)
+    return {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
+            "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
+            "roots": rng.randint(150, 260)}
+
+
+def kind_of(p):
+    return (f"{p['mode']}, {p['key']} keys, {'DB foreign keys' if p['dbfk'] else 'config-only relations'}, "
+            f"{p['verification']}, batch {p['batch_size']}/{p['delete_batch_size']}")
+
+
+class Chaos(unittest.TestCase):
+    maxDiff = None
+
+    def goarchive(self, sc, mode, cfg, env=None, kill_after=None):
+        rc, out, err = run(BIN, [mode, "-c", cfg, "-j", "j", "--no-progress"], env=env, kill_after=kill_after)
+        if VERBOSE:
+            print(f"    {mode} env={env} kill_after={kill_after}: rc={rc}\n{tail(err, 4)}", file=sys.stderr,
+                  flush=True)
+        return rc, out, err
+
+    def clean_run(self, sc, mode, cfg, log):
+        """MODE to its end with the application stopped (rc 4: a killed run's locks are still being released)."""
+        deadline = time.monotonic() + 60
+        while True:
+            rc, out, err = self.goarchive(sc, mode, cfg)
+            log.append(f"final {mode}: rc={rc}")
+            if rc != 4 or time.monotonic() > deadline:
+                return rc, out, err
+            time.sleep(1)
+
+    def one_round(self, i):
+        rng = random.Random(f"{SEED}:{i}")
+        p = round_params(i, rng)
+        kind = kind_of(p)
+        t0 = time.monotonic()
+        schema = Schema(p["key"], p["dbfk"])
+        sc = Scenario(self, f"chaos{i}")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+        model = Model(schema)
+        load(schema, model, sc.src_db, rng, p["roots"])
+        cfg = sc.config({"j": schema.job()}, verification=p["verification"],
+                        processing={"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]})
+        app = App(model, sc.src_db, f"{SEED}:{i}", threads=3)
+        log = []
+        load_mode = p["mode"]
+        app.start()
+        kills = 0
+        try:
+            end = time.monotonic() + SECONDS
+            durations = [0.5]  # seconds the uninterrupted runs took: the range of the timer kills
+            while time.monotonic() < end:
+                if rng.random() < 0.4:
+                    point = rng.choice(POINTS[load_mode])
+                    n = 1 if point == "after_locks" else rng.randint(1, 6)
+                    env, kill_after, how = {"GOARCHIVE_FAULT": f"{point}:{n}"}, None, f"{point}:{n}"
+                elif rng.random() < 0.85:
+                    kill_after = round(rng.uniform(0.02, sorted(durations)[len(durations) // 2] * 1.1), 3)
+                    env, how = None, f"SIGKILL after {kill_after}s"
+                else:
+                    env, kill_after, how = None, None, "no kill"
+                t1 = time.monotonic()
+                rc, out, err = self.goarchive(sc, load_mode, cfg, env=env, kill_after=kill_after)
+                STATS["runs"] += 1
+                log.append(f"{load_mode} ({how}): rc={rc}")
+                if rc == -9:
+                    kills += 1
+                    STATS["kills"] += 1
+                    STATS["kills_point" if env else "kills_timer"] += 1
+                elif rc == 4:
+                    STATS["rc4"] += 1
+                    time.sleep(0.5)
+                elif rc == 0:
+                    durations.append(time.monotonic() - t1)
+                    time.sleep(rng.uniform(0, 0.5))
+                else:
+                    STATS["rc1"] += 1
+                    log.append("  " + tail(err, 1))
+        finally:
+            app.finish()
+        writes = sum(model.writes.values())
+        STATS["writes"] += writes
+        STATS["skipped"] += app.errors["skipped"]
+        STATS["app_errors"] += sum(v for k, v in app.errors.items() if k != "skipped")
+
+        failures = []
+        bad = collections.defaultdict(list)
+        if p["mode"] == "copy-only":
+            rc, out, err = self.clean_run(sc, "copy-only", cfg, log)
+            if rc != 0:
+                failures.append(f"the final clean copy-only run ended rc={rc}:\n{tail(err, 3)}")
+            b = check(schema, model, sc.src_db, sc.dst_db, "copy-only-source", kind)
+            for k, v in b.items():
+                bad[k] += [f"(after copy-only) {line}" for line in v]
+            final_mode = "archive"
+        else:
+            final_mode = p["mode"]
+        rc, out, err = self.clean_run(sc, final_mode, cfg, log)
+        if rc != 0:
+            failures.append(f"the final clean {final_mode} run ended rc={rc}:\n{tail(err, 3)}")
+            STATS["final_failed"] += 1
+        b = check(schema, model, sc.src_db, sc.dst_db, final_mode, kind)
+        for k, v in b.items():
+            bad[k] += v
+        for k in CATEGORIES:
+            STATS[k] += len(bad.get(k, []))
+        STATS["rounds"] += 1
+        what = f"[CHAOS_SEED={SEED} round {i}: {kind}]"
+        summary = ", ".join(f"{k} {len(v)}" for k, v in bad.items() if v) or "ok"
+        if failures:
+            summary += "; " + "; ".join(f.splitlines()[0] for f in failures)
+        res = {"round": i, "kind": kind, "writes": writes, "ops": dict(model.writes), "kills": kills,
+               "failed": bool(failures or any(bad.values())), "summary": summary,
+               "seconds": round(time.monotonic() - t0, 1)}
+        RESULTS.append(res)
+        print(f"  round {i}: {kind}: {writes} writes, {kills} kills, {res['seconds']}s: {summary}", file=sys.stderr,
+              flush=True)
+        if res["failed"]:
+            STATS["rounds_failed"] += 1
+            text = "\n".join(failures)
+            if any(bad.values()):
+                text += "\n" + report(bad, what)
+            text += "\n  goarchive runs (last 12): " + "\n    ".join([""] + log[-12:])
+            if os.environ.get("CHAOS_KEEP"):
+                sc.cleanup = lambda: None  # keep the databases for a look
+                text += f"\n  kept: source {sc.src_db}, destination {sc.dst_db}, registry {sc.job_schema}"
+            return f"{what}\n{text}"
+        sc.cleanup()
+        return None
+
+    def test_chaos(self):
+        errors = []
+        only = {int(x) for x in os.environ.get("CHAOS_ONLY", "").split(",") if x.strip()}
+        for i in range(ROUNDS):
+            if only and i not in only:
+                continue
+            e = self.one_round(i)
+            if e:
+                print(e, file=sys.stderr, flush=True)
+                errors.append(e)
+        self.assertFalse(errors, f"{len(errors)} of {ROUNDS} chaos rounds failed (CHAOS_SEED={SEED}):\n\n" +
+                         "\n\n".join(errors))
+
+
+class OracleSanity(unittest.TestCase):
+    """The check is not blind: one quiet archive round, then rows corrupted by hand, each reported."""
+
+    def test_corruption_is_reported(self):
+        rng = random.Random(f"{SEED}:sanity")
+        schema = Schema("composite", True)
+        sc = Scenario(self, "chaossanity")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+        model = Model(schema)
+        load(schema, model, sc.src_db, rng, 60)
+        cfg = sc.config({"j": schema.job()}, processing={"batch_size": 7, "delete_batch_size": 3})
+        app = App(model, sc.src_db, f"{SEED}:sanity", threads=2)
+        app.start()
+        time.sleep(1.5)
+        app.finish()
+        rc, out, err = run(BIN, ["archive", "-c", cfg, "-j", "j", "--no-progress"])
+        self.assertEqual(rc, 0, err)
+        clean = check(schema, model, sc.src_db, sc.dst_db, "archive", "sanity")
+        self.assertFalse(any(clean.values()), report(clean, "a quiet archive"))
+        cold = schema.cols["r"].index("cold")
+        parents = {schema.parent_of("c", row) for row in model.rows["c"].values()}
+        archived = sorted((k for k, row in model.rows["r"].items() if row[cold] == 1), key=lambda k: k not in parents)
+        kept = [k for k, row in model.rows["r"].items() if row[cold] == 0]
+        self.assertTrue(archived and kept)
+        w = schema.kwhere("r")
+        sc.dst(f"DELETE FROM g WHERE ({', '.join(schema.fk['g'])}) IN (SELECT {', '.join(schema.pk['c'])} FROM c "
+               f"WHERE ({', '.join(schema.fk['c'])}) = ({', '.join(['%s'] * len(archived[0]))}))", archived[0])
+        conn = gatest.connect("destination", sc.dst_db)
+        with conn.cursor() as cur:
+            cur.execute("SET foreign_key_checks = 0")
+            cur.execute(f"DELETE FROM r WHERE {w}", archived[1])  # lost root, orphaned children in the destination
+        conn.close()
+        sc.dst(f"UPDATE r SET payload = 'corrupt' WHERE {w}", archived[2])  # stale
+        row = model.rows["r"][kept[0]]
+        sc.dst(f"INSERT INTO r ({', '.join(schema.cols['r'])}) VALUES ({', '.join(['%s'] * len(row))})", row)  # dup
+        bad = check(schema, model, sc.src_db, sc.dst_db, "archive", "sanity")
+        print("\n" + report(bad, "hand-corrupted destination (expected findings)", limit=3), file=sys.stderr)
+        for k in ("lost", "stale", "duplicated", "orphans"):
+            self.assertTrue(bad.get(k), f"the check missed the {k} row: {dict(bad)}")
+        self.assertTrue(any(str(archived[1]) in line for line in bad["lost"]), bad["lost"])
+        self.assertTrue(any(str(kept[0]) in line for line in bad["duplicated"]), bad["duplicated"])
+
+
+if __name__ == "__main__":
+    unittest.main()
