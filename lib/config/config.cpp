@@ -667,12 +667,15 @@ public:
     }
     if (o.throttle_query) set("throttle.query", tc.query = trim(*o.throttle_query), Origin::flag);
     tc.query = checked_throttle_query(tc.query, o.throttle_query ? "--throttle-query" : path + ": throttle.query");
+    m_cfg.settings["throttle.query"].value = tc.query;  // as it is sent: without a trailing ';
     if (tc.max_threads_running > 0 && tc.critical_threads_running > 0 &&
         tc.critical_threads_running <= tc.max_threads_running) {
-      throw ConfigError(fmt::format("{}: throttle.critical_threads_running = {} must be greater than "
-                                    "max_threads_running = {}: the run holds at max_threads_running and stops at "
-                                    "critical_threads_running; raise the critical value or set it to 0 (off)",
-                                    path, tc.critical_threads_running, tc.max_threads_running));
+      std::string critical = o.critical_threads_running ? "--critical-threads-running"
+                                                        : path + ": throttle.critical_threads_running";
+      std::string max = o.max_threads_running ? "--max-threads-running" : "max_threads_running";
+      throw ConfigError(fmt::format("{} = {} must be greater than {} = {}: the run holds at max_threads_running and "
+                                    "stops at critical_threads_running; raise the critical value or set it to 0 (off)",
+                                    critical, tc.critical_threads_running, max, tc.max_threads_running));
     }
   }
 
