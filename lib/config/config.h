@@ -74,7 +74,7 @@ struct ThrottleConfig {
   long long critical_threads_running = 0;  // 0 = off; stop cleanly (exit 4) once Threads_running >= this
   std::string query;                       // "" = off; hold while its first column is non-zero
   double check_interval = 1;               // seconds between checks while holding
-  double max_hold = 0;                     // seconds one hold may last before the run fails; 0 = forever
+  double max_hold = 0;                     // seconds one hold may last; then stop cleanly (exit 4); 0 = forever
   bool enabled() const { return max_threads_running > 0 || critical_threads_running > 0 || !query.empty(); }
 };
 

@@ -37,7 +37,7 @@ public:
   bool critical(db::Connection& source, std::string& why);
   // Seconds between checks while holding.
   double check_interval() const { return m_cfg.check_interval; }
-  // Seconds one hold may last before the run fails; 0 = forever.
+  // Seconds one hold may last before the run stops cleanly with exit 4 (as [replication] max_hold); 0 = forever.
   double max_hold() const { return m_cfg.max_hold; }
   const config::ThrottleConfig& config() const { return m_cfg; }
 
