@@ -19,6 +19,7 @@ struct RunOptions {
   double max_runtime = 0;  // seconds; 0 = no limit
   bool progress = true;
   std::string metrics_file;
+  bool statistics = false;  // --statistics: print report::statistics_text after the summary
 };
 
 // archive / copy-only / purge. Returns the exit code; throws goarchive::Error for refusals and failures.

@@ -1,4 +1,6 @@
 // Commands that read and never write: dry-run, validate, jobs, locks, discover; and jobs clear.
+#include <algorithm>
+#include <array>
 #include <iostream>
 #include <set>
 
@@ -13,6 +15,7 @@
 #include "tracking/registry.h"
 #include "util/error.h"
 #include "util/strings.h"
+#include "util/suggest.h"
 
 namespace goarchive::app {
 
@@ -46,6 +49,59 @@ std::string count_sql(const config::Config& cfg, const config::Job& job, const p
   if (node == 0) return fmt::format("SELECT COUNT(*) FROM {} WHERE ({})", sql::qualified(db, job.root_table), job.where);
   return fmt::format("SELECT COUNT(*) FROM {} WHERE EXISTS (SELECT 1 FROM {} AS r WHERE {} AND ({}))", from,
                      sql::qualified(db, job.root_table), keys, job.where);
+}
+
+// `validate -v`: key, value, origin in columns as wide as their widest cell, so that every row lines up.
+std::string settings_table(const config::Config& cfg) {
+  std::vector<std::array<std::string, 3>> rows;
+  // A multi-line value (a where condition) would break the columns: its line breaks are shown escaped.
+  auto shown = [](const std::string& v) {
+    if (v.empty()) return std::string("\"\"");
+    std::string out;
+    for (char c : v) out += c == '\n' ? std::string("\\n") : c == '\r' ? std::string("\\r") : std::string(1, c);
+    return out;
+  };
+  for (const auto& [k, s] : cfg.settings) rows.push_back({k, shown(s.value), to_string(s.origin)});
+  for (const auto* srv : {&cfg.source, static_cast<const config::ServerConfig*>(&cfg.destination)}) {
+    rows.push_back({srv->role + ".password", srv->password.empty() ? "(none)" : "<redacted>",
+                    srv->password_origin.empty() ? "default" : srv->password_origin});
+  }
+  size_t key_width = 0, value_width = 0;
+  for (const auto& r : rows) {
+    key_width = std::max(key_width, r[0].size());
+    value_width = std::max(value_width, r[1].size());
+  }
+  std::string out = "effective settings (origin):\n";
+  for (const auto& r : rows) {
+    out += fmt::format("  {:<{}} {:<{}} ({})\n", r[0], key_width, r[1], value_width, r[2]);
+  }
+  return out;
+}
+
+// A root table that does not exist is a usage error (exit 2) naming the close matches: an empty tree would look
+// like a table without children.
+void require_table(db::Connection& src, const std::string& database, const std::string& table) {
+  if (!schema::database_exists(src, database)) {
+    throw ConfigError(fmt::format("database {} does not exist on {}; check source.database", database, src.label()));
+  }
+  db::RowSet r = src.query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = " +
+                           sql::quote(database) + " AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < r.rows(); ++i) {
+    if (r.cell(i, 0) == table) return;
+    names.push_back(r.cell(i, 0));
+  }
+  std::string msg = fmt::format("table {} not found in database {}", table, database);
+  auto close = close_matches(table, names);
+  if (!close.empty()) {
+    msg += "; " + did_you_mean(close);
+  } else if (names.empty()) {
+    msg += "; the database has no tables";
+  } else {
+    std::vector<std::string> some(names.begin(), names.begin() + static_cast<long>(std::min<size_t>(names.size(), 10)));
+    msg += fmt::format("; its tables are: {}{}", join(some, ", "), names.size() > some.size() ? ", ..." : "");
+  }
+  throw ConfigError(msg);
 }
 
 }  // namespace
@@ -102,17 +158,7 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
   std::vector<std::string> names;
   if (only) names.push_back(cfg.job(*only).name);
   else for (const auto& [n, j] : cfg.jobs) names.push_back(n);
-  if (verbosity > 0 && format == Format::text) {
-    std::cout << "effective settings (origin):\n";
-    for (const auto& [k, s] : cfg.settings) {
-      std::cout << fmt::format("  {:<40} {:<30} ({})\n", k, s.value.empty() ? "\"\"" : s.value, to_string(s.origin));
-    }
-    for (const auto* srv : {&cfg.source, static_cast<const config::ServerConfig*>(&cfg.destination)}) {
-      std::cout << fmt::format("  {:<40} {:<30} ({})\n", srv->role + ".password",
-                               srv->password.empty() ? "(none)" : "<redacted>",
-                               srv->password_origin.empty() ? "default" : srv->password_origin);
-    }
-  }
+  if (verbosity > 0 && format == Format::text) std::cout << settings_table(cfg);
   std::map<std::string, std::vector<std::string>> failures;
   std::unique_ptr<db::Connection> src, dst;
   // A configuration error (exit 2) stays one; a server that cannot be reached is a finding of validate.
@@ -132,6 +178,12 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
   } catch (const Error& e) {
     failures["(servers)"].push_back(e.what());
   }
+  // A job is checked only when both servers answered: preflight needs the source, and the destination for its
+  // half of the checks. An unchecked job is never reported "ok".
+  std::string unchecked_why;
+  if (!src && !dst) unchecked_why = "neither server could be reached";
+  else if (!src) unchecked_why = "the source could not be reached";
+  else if (!dst) unchecked_why = "the destination could not be reached";
   for (const auto& name : names) {
     const config::Job& job = cfg.jobs.at(name);
     plan::Tree tree(job);  // a configuration error: exit 2, like every other command
@@ -156,6 +208,8 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
     for (const auto& name : names) {
       Json o = Json::object();
       o.set("job", Json(name));
+      o.set("checked", Json(unchecked_why.empty()));
+      o.set("ok", Json(unchecked_why.empty() && failures[name].empty()));
       Json f = Json::array();
       for (const auto& x : failures[name]) f.push(Json(x));
       o.set("failures", f);
@@ -168,7 +222,16 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
     std::cout << out.dump() << "\n";
   } else {
     for (const auto& name : names) {
-      if (failures[name].empty()) std::cout << fmt::format("job {}: ok (config and every preflight check)\n", name);
+      size_t n = failures[name].size();
+      if (!unchecked_why.empty()) {
+        std::string partial = src && n > 0 ? fmt::format("; the source checks found {} problem{}", n, n == 1 ? "" : "s")
+                                           : "";
+        std::cout << fmt::format("job {}: NOT CHECKED ({}{})\n", name, unchecked_why, partial);
+      } else if (n == 0) {
+        std::cout << fmt::format("job {}: ok (config and every preflight check)\n", name);
+      } else {
+        std::cout << fmt::format("job {}: {} problem{} (listed on stderr)\n", name, n, n == 1 ? "" : "s");
+      }
     }
   }
   if (total == 0) return 0;
@@ -198,9 +261,21 @@ int jobs_list(const config::Config& cfg, Format format) {
       "IFNULL(j.status = 'running' AND j.heartbeat_at > NOW(6) - INTERVAL 60 SECOND, 0), "
       "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1), "
       "(SELECT GROUP_CONCAT(t.table_name ORDER BY t.table_name SEPARATOR ',') FROM {1} t WHERE t.job_id = j.id), "
-      "IFNULL(r.status, ''), IFNULL(r.exit_code, ''), IFNULL(r.reason, ''), IFNULL(r.summary, ''), IFNULL(r.id, 0) "
+      "IFNULL(r.status, ''), IFNULL(r.exit_code, ''), IFNULL(r.reason, ''), IFNULL(r.summary, ''), IFNULL(r.id, 0), "
+      "IS_USED_LOCK({4}) IS NOT NULL "
       "FROM {2} j LEFT JOIN {3} r ON r.id = j.run_id ORDER BY j.name",
-      registry.table("batches"), registry.table("job_tables"), registry.table("jobs"), registry.table("runs")));
+      registry.table("batches"), registry.table("job_tables"), registry.table("jobs"), registry.table("runs"),
+      // The job lock of each row, named by this server (locks/names.h): a running job's process holds it.
+      locks::server_expression(locks::LockKind::job, sql::quote(cfg.destination.job_schema), "j.name")));
+  // A job marked running is live only while its process holds the job lock: a SIGKILLed run leaves a fresh
+  // heartbeat behind for up to 60 s, but the server frees its lock at once.
+  auto state_of = [&](size_t i) {
+    bool running = r.cell(i, 3) == "running";
+    bool held = r.cell(i, 13) == "1";
+    if (!running) return std::string(r.cell(i, 3));
+    return std::string(held ? "running" : "stopped (process gone)");
+  };
+  auto live_of = [&](size_t i) { return r.cell(i, 5) == "1" && r.cell(i, 13) == "1"; };
   if (format == Format::json) {
     Json out = Json::object();
     out.set("schema_version", Json(1));
@@ -211,8 +286,10 @@ int jobs_list(const config::Config& cfg, Format format) {
       o.set("command", Json(r.cell(i, 1)));
       o.set("source", Json(r.cell(i, 2)));
       o.set("status", Json(r.cell(i, 3)));
+      o.set("state", Json(state_of(i)));
       o.set("heartbeat_at", Json(r.cell(i, 4)));
-      o.set("live", Json(r.cell(i, 5) == "1"));
+      o.set("live", Json(live_of(i)));
+      o.set("job_lock_held", Json(r.cell(i, 13) == "1"));
       o.set("unfinished_roots", Json(std::stoull(r.cell(i, 6))));
       Json tables = Json::array();
       for (const auto& t : split(r.cell(i, 7), ',')) {
@@ -236,15 +313,28 @@ int jobs_list(const config::Config& cfg, Format format) {
     std::cout << "the tracking registry " << cfg.destination.job_schema << " has no jobs yet\n";
     return 0;
   }
-  std::cout << fmt::format("{:<24} {:<10} {:<28} {:<9} {:<26} {:>10}  {}\n", "JOB", "COMMAND", "SOURCE", "STATUS",
-                           "HEARTBEAT", "UNFINISHED", "LAST RUN");
+  std::vector<std::array<std::string, 7>> rows;
+  rows.push_back({"JOB", "COMMAND", "SOURCE", "STATUS", "HEARTBEAT", "UNFINISHED", "LAST RUN"});
   for (size_t i = 0; i < r.rows(); ++i) {
-    std::string hb = r.cell(i, 4).empty() ? "-" : r.cell(i, 4) + (r.cell(i, 5) == "1" ? " (live)" : "");
-    std::string last = r.cell(i, 8).empty() ? "-" : fmt::format("#{} {} exit {}: {}", r.cell(i, 12), r.cell(i, 8),
-                                                                r.cell(i, 9), r.cell(i, 10).substr(0, 80));
-    std::cout << fmt::format("{:<24} {:<10} {:<28} {:<9} {:<26} {:>10}  {}\n", r.cell(i, 0), r.cell(i, 1), r.cell(i, 2),
-                             r.cell(i, 3), hb, r.cell(i, 6), last);
-    std::cout << fmt::format("  tables: {}\n", r.cell(i, 7));
+    std::string hb = r.cell(i, 4).empty() ? "-" : r.cell(i, 4) + (live_of(i) ? " (live)" : "");
+    std::string last = "-";
+    if (!r.cell(i, 8).empty()) {
+      bool gone = r.cell(i, 8) == "running" && state_of(i) != "running";
+      last = fmt::format("#{} {}", r.cell(i, 12), gone ? std::string("ended without an exit code") : r.cell(i, 8));
+      if (!r.cell(i, 9).empty()) last += fmt::format(" exit {}", r.cell(i, 9));
+      if (!r.cell(i, 10).empty()) last += ": " + r.cell(i, 10).substr(0, 80);
+    }
+    rows.push_back({r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), state_of(i), hb, r.cell(i, 6), last});
+  }
+  std::array<size_t, 7> width{};
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const auto& row = rows[k];
+    std::cout << fmt::format("{:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>{}}  {}\n", row[0], width[0], row[1], width[1],
+                             row[2], width[2], row[3], width[3], row[4], width[4], row[5], width[5], row[6]);
+    if (k > 0) std::cout << fmt::format("  tables: {}\n", r.cell(k - 1, 7));
   }
   return 0;
 }
@@ -261,16 +351,18 @@ int jobs_clear(const config::Config& cfg, const std::string& name) {
   if (row->status != "running") {
     throw Error(fmt::format("job \"{}\" is not marked running (status {}); nothing to clear", name, row->status));
   }
-  if (row->live) {
-    throw BusyError(fmt::format("job \"{}\" is live (heartbeat within the last 60 seconds); refusing to clear a "
-                                "running job",
-                                name));
-  }
   std::vector<std::string> held;
   auto jl = job_locks(cfg, job);
   locks::LockSession probe_dst(cfg.destination, "destination (jobs clear)");
   probe_dst.name_locks(jl);
-  if (auto h = locks::holder_of(*dst, jl[0].name)) held.push_back(fmt::format("its job lock (destination connection {})", h));
+  auto job_lock_holder = locks::holder_of(*dst, jl[0].name);
+  // A fresh heartbeat with the job lock free is a process that died in the last 60 s (kill -9): clearable.
+  if (row->live && job_lock_holder) {
+    throw BusyError(fmt::format("job \"{}\" is live (heartbeat within the last 60 seconds, job lock held by "
+                                "destination connection {}); refusing to clear a running job",
+                                name, job_lock_holder));
+  }
+  if (job_lock_holder) held.push_back(fmt::format("its job lock (destination connection {})", job_lock_holder));
   auto tl = table_locks(cfg, tree);
   locks::LockSession probe_src(cfg.source, "source (jobs clear)");
   probe_src.name_locks(tl);
@@ -330,6 +422,7 @@ int locks(const config::Config& cfg, const std::string& name) {
 
 int discover(const config::Config& cfg, const std::string& root_table) {
   auto src = connect(cfg.source, "source (discover)");
+  require_table(*src, cfg.source.database, root_table);
   auto fks = schema::foreign_keys_in(*src, cfg.source.database);
   // Breadth-first from the root over foreign keys that point at tables already in the tree.
   std::vector<std::string> tree{root_table};

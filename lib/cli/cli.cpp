@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "util/error.h"
 #include "util/strings.h"
+#include "util/suggest.h"
 
 namespace goarchive::cli {
 
@@ -63,6 +64,40 @@ void add_globals(CLI::App& app, Globals& g) {
   app.add_flag("--no-progress", g.no_progress, "No progress display or progress lines");
 }
 
+// A word where a command is expected that names none ("archiv", "jobs clr"): CLI11 would only say "A subcommand is
+// required" or "arguments were not expected". Walks argv like the parser: options, their values, then commands.
+struct UnknownCommand {
+  std::string word, path;
+  std::vector<std::string> choices;
+};
+
+std::optional<UnknownCommand> find_unknown_command(CLI::App& top, int argc, char** argv) {
+  CLI::App* cur = &top;
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") return std::nullopt;
+    if (arg.size() > 1 && arg[0] == '-') {
+      if (arg.find('=') != std::string::npos) continue;
+      bool long_form = arg.rfind("--", 0) == 0;
+      if (!long_form && arg.size() > 2) continue;  // -vv, or -cFILE with its value attached
+      const CLI::Option* opt = cur->get_option_no_throw(arg);
+      if (opt && opt->get_items_expected_min() > 0) ++i;  // skip its value
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const CLI::App* sub : cur->get_subcommands({})) names.push_back(sub->get_name());
+    if (names.empty()) return std::nullopt;  // a command without subcommands: the parser judges the rest
+    if (std::find(names.begin(), names.end(), arg) != names.end()) {
+      cur = cur->get_subcommand(arg);
+      path += arg + " ";
+      continue;
+    }
+    return UnknownCommand{arg, path, names};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -80,6 +115,10 @@ int run(int argc, char** argv) {
   std::string format = "text";
   std::optional<long long> batch_size, delete_batch_size;
   std::optional<double> sleep;
+  std::optional<double> progress_interval;
+  std::optional<long long> max_threads_running, critical_threads_running;
+  std::optional<std::string> throttle_query;
+  bool statistics = false;
   std::string root_table;
 
   auto add_job = [&](CLI::App* sub, bool required) {
@@ -94,6 +133,19 @@ int run(int argc, char** argv) {
     sub->add_option("--batch-size", batch_size, "Roots per batch")->check(CLI::Range(1LL, 100000LL));
     sub->add_option("--delete-batch-size", delete_batch_size, "Rows per DELETE")->check(CLI::Range(1LL, 100000LL));
     sub->add_option("--sleep", sleep, "Seconds between batches")->check(CLI::Range(0.0, 3600.0));
+    sub->add_option("--progress-interval", progress_interval,
+                    "Seconds between progress lines when stderr is not a terminal")
+        ->check(CLI::Range(1.0, 86400.0));
+    sub->add_flag("--statistics", statistics, "Print a per-phase timing table after the summary");
+  };
+  auto add_throttle_flags = [&](CLI::App* sub) {
+    sub->add_option("--max-threads-running", max_threads_running,
+                    "Hold at a batch boundary while the source's Threads_running >= N (0 = off)")
+        ->check(CLI::Range(0LL, 1000000LL));
+    sub->add_option("--critical-threads-running", critical_threads_running,
+                    "Stop cleanly (exit 4) once the source's Threads_running >= N (0 = off)")
+        ->check(CLI::Range(0LL, 1000000LL));
+    sub->add_option("--throttle-query", throttle_query, "Hold while this SELECT's first column is non-zero");
   };
   auto add_format = [&](CLI::App* sub) {
     sub->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
@@ -106,6 +158,7 @@ int run(int argc, char** argv) {
     add_globals(*s, g);
     add_run_flags(s);
   }
+  for (auto* s : {archive, purge}) add_throttle_flags(s);  // DESIGN.md §4: [throttle] holds archive and purge
   CLI::App* dry_run = app.add_subcommand("dry-run", "Preflight, plan, SQL and row counts; writes nothing");
   add_globals(*dry_run, g);
   add_job(dry_run, true);
@@ -135,6 +188,14 @@ int run(int argc, char** argv) {
   discover->add_option("--root", root_table, "Root table")->required();
   CLI::App* version = app.add_subcommand("version", "Version, git commit, library versions");
 
+  if (auto unknown = find_unknown_command(app, argc, argv)) {
+    auto close = close_matches(unknown->word, unknown->choices, 1);
+    std::cerr << "goarchive: unknown command \"" << unknown->path << unknown->word << "\"";
+    if (!close.empty()) std::cerr << "; did you mean \"" << unknown->path << close[0] << "\"?";
+    std::cerr << "\nRun 'goarchive " << unknown->path << "--help' for the commands.\n";
+    return k_exit_usage;
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -155,6 +216,10 @@ int run(int argc, char** argv) {
     overrides.batch_size = batch_size;
     overrides.delete_batch_size = delete_batch_size;
     overrides.sleep = sleep;
+    overrides.progress_interval = progress_interval;
+    overrides.max_threads_running = max_threads_running;
+    overrides.critical_threads_running = critical_threads_running;
+    overrides.throttle_query = throttle_query;
     if (plan->parsed()) {
       config::Config cfg = load(g);
       if (job.empty()) {
@@ -179,6 +244,7 @@ int run(int argc, char** argv) {
     options.job = job;
     options.progress = !g.no_progress;
     options.metrics_file = metrics_file;
+    options.statistics = statistics;
     if (!max_runtime.empty()) options.max_runtime = parse_duration(max_runtime, "--max-runtime");
     if (dry_run->parsed()) {
       options.mode = dry_mode == "purge" ? app::Mode::purge

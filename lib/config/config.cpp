@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -374,6 +375,7 @@ public:
       mark("progress_interval", fmt::format("{}", p.progress_interval = *v));
     if (auto v = r.number("log_retention_days", 0, 3650))
       mark("log_retention_days", fmt::format("{}", p.log_retention_days = *v));
+    if (auto v = r.boolean("analyze")) mark("analyze", (p.analyze = *v) ? "true" : "false");
   }
 
   void record_processing(const Processing& p, const std::string& prefix, Origin origin) {
@@ -387,6 +389,7 @@ public:
     put("progress_interval", fmt::format("{}", p.progress_interval));
     put("log_retention_days", fmt::format("{}", p.log_retention_days));
     put("verification", to_string(p.verification));
+    put("analyze", p.analyze ? "true" : "false");
   }
 
   void apply_processing_env(Processing& p, const std::string& prefix) {
@@ -419,6 +422,13 @@ public:
       set(prefix + "delete_batch_size", std::to_string(p.delete_batch_size = *o.delete_batch_size), Origin::flag);
     if (o.sleep) set(prefix + "sleep", fmt::format("{}", p.sleep = *o.sleep), Origin::flag);
     if (o.sentinel_file) set(prefix + "sentinel_file", p.sentinel_file = *o.sentinel_file, Origin::flag);
+    if (o.progress_interval) {
+      if (!std::isfinite(*o.progress_interval) || *o.progress_interval < 1 || *o.progress_interval > 86400) {
+        throw ConfigError(fmt::format("--progress-interval {} is out of range; use 1 to 86400 seconds",
+                                      *o.progress_interval));
+      }
+      set(prefix + "progress_interval", fmt::format("{}", p.progress_interval = *o.progress_interval), Origin::flag);
+    }
   }
 
   Relation read_relation(const toml::table& t, const std::string& prefix, const std::string& path) {
@@ -499,7 +509,7 @@ public:
 
   void record_inherited(const std::string& job_prefix) {
     static const char* keys[] = {"batch_size", "delete_batch_size", "sleep", "sentinel_file", "progress_interval",
-                                 "log_retention_days", "verification"};
+                                 "log_retention_days", "verification", "analyze"};
     for (const char* k : keys) {
       if (m_cfg.settings.count(job_prefix + k)) continue;
       auto it = m_cfg.settings.find(std::string("processing.") + k);
@@ -541,6 +551,7 @@ public:
     }
     record_processing(m_cfg.processing, "processing.", Origin::default_value);
     if (const toml::table* t = top.subtable("replication")) read_replication(*t, path);
+    read_throttle(top.subtable("throttle"), path, o);
     set("logging.level", m_cfg.logging.level, Origin::default_value);
     set("logging.format", m_cfg.logging.format, Origin::default_value);
     set("logging.file", m_cfg.logging.file, Origin::default_value);
@@ -615,6 +626,84 @@ public:
                                     path));
     }
     r.refuse_unknown();
+  }
+
+  // [throttle] (optional), then the flags over it, then the checks that need both.
+  void read_throttle(const toml::table* t, const std::string& path, const Overrides& o) {
+    auto& tc = m_cfg.throttle;
+    std::set<std::string> in_file;
+    if (t) {
+      Reader r(*t, "throttle", path);
+      if (auto v = r.integer("max_threads_running", 0, 1000000)) tc.max_threads_running = *v;
+      if (auto v = r.integer("critical_threads_running", 0, 1000000)) tc.critical_threads_running = *v;
+      if (auto v = r.string("query", true)) tc.query = trim(*v);
+      if (auto v = r.number("check_interval", 0.1, 3600)) tc.check_interval = *v;
+      if (auto v = r.number("max_hold", 0, 7 * 86400)) tc.max_hold = *v;
+      for (const char* k : {"max_threads_running", "critical_threads_running", "query", "check_interval", "max_hold"}) {
+        if (r.get(k)) in_file.insert(k);
+      }
+      r.refuse_unknown();
+    }
+    auto origin = [&](const char* key) { return in_file.count(key) ? Origin::file : Origin::default_value; };
+    set("throttle.max_threads_running", std::to_string(tc.max_threads_running), origin("max_threads_running"));
+    set("throttle.critical_threads_running", std::to_string(tc.critical_threads_running),
+        origin("critical_threads_running"));
+    set("throttle.query", tc.query, origin("query"));
+    set("throttle.check_interval", fmt::format("{}", tc.check_interval), origin("check_interval"));
+    set("throttle.max_hold", fmt::format("{}", tc.max_hold), origin("max_hold"));
+    auto flag_range = [](const char* flag, long long v) {
+      if (v < 0 || v > 1000000) {
+        throw ConfigError(fmt::format("{} {} is out of range; use 0 (off) to 1000000", flag, v));
+      }
+      return v;
+    };
+    if (o.max_threads_running) {
+      tc.max_threads_running = flag_range("--max-threads-running", *o.max_threads_running);
+      set("throttle.max_threads_running", std::to_string(tc.max_threads_running), Origin::flag);
+    }
+    if (o.critical_threads_running) {
+      tc.critical_threads_running = flag_range("--critical-threads-running", *o.critical_threads_running);
+      set("throttle.critical_threads_running", std::to_string(tc.critical_threads_running), Origin::flag);
+    }
+    if (o.throttle_query) set("throttle.query", tc.query = trim(*o.throttle_query), Origin::flag);
+    tc.query = checked_throttle_query(tc.query, o.throttle_query ? "--throttle-query" : path + ": throttle.query");
+    m_cfg.settings["throttle.query"].value = tc.query;  // as it is sent: without a trailing ';
+    if (tc.max_threads_running > 0 && tc.critical_threads_running > 0 &&
+        tc.critical_threads_running <= tc.max_threads_running) {
+      std::string critical = o.critical_threads_running ? "--critical-threads-running"
+                                                        : path + ": throttle.critical_threads_running";
+      std::string max = o.max_threads_running ? "--max-threads-running" : "max_threads_running";
+      throw ConfigError(fmt::format("{} = {} must be greater than {} = {}: the run holds at max_threads_running and "
+                                    "stops at critical_threads_running; raise the critical value or set it to 0 (off)",
+                                    critical, tc.critical_threads_running, max, tc.max_threads_running));
+    }
+  }
+
+  // The throttle query runs on the source at every check: one read-only SELECT, nothing else.
+  // Returns the query without a trailing ';'.
+  static std::string checked_throttle_query(const std::string& q, const std::string& where) {
+    if (q.empty()) return q;
+    for (unsigned char c : q) {
+      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+        throw ConfigError(fmt::format("{} contains a control character (byte 0x{:02x}); remove it", where, c));
+      }
+    }
+    std::string head = ascii_lower(q.substr(0, 7));
+    bool select = head.rfind("select", 0) == 0 && (q.size() == 6 || !std::isalnum(static_cast<unsigned char>(q[6])));
+    if (!select) {
+      throw ConfigError(fmt::format("{} must be one SELECT statement (like gh-ost's throttle query), e.g. \"SELECT "
+                                    "COUNT(*) > 100 FROM information_schema.PROCESSLIST WHERE COMMAND <> 'Sleep'\"; "
+                                    "got: {}",
+                                    where, q.substr(0, 60)));
+    }
+    std::string body = q;
+    while (!body.empty() && (body.back() == ';' || std::isspace(static_cast<unsigned char>(body.back())))) {
+      body.pop_back();
+    }
+    if (body.find(';') != std::string::npos) {
+      throw ConfigError(fmt::format("{} must be a single statement: remove the ';' inside it", where));
+    }
+    return body;
   }
 
 private:

@@ -57,6 +57,7 @@ struct Processing {
   double progress_interval = 30;
   double log_retention_days = 7;
   VerifyMethod verification = VerifyMethod::sha256;
+  bool analyze = false;  // ANALYZE TABLE the source tables after a run that deleted rows
 };
 
 struct ReplicationConfig {
@@ -65,6 +66,16 @@ struct ReplicationConfig {
   double check_interval = 5;
   double max_hold = 0;  // 0 = hold forever
   std::vector<ServerConfig> servers;
+};
+
+// [throttle]: hold archive and purge at a batch boundary while the source is busy (global, like [replication]).
+struct ThrottleConfig {
+  long long max_threads_running = 0;       // 0 = off; hold while Threads_running >= this
+  long long critical_threads_running = 0;  // 0 = off; stop cleanly (exit 4) once Threads_running >= this
+  std::string query;                       // "" = off; hold while its first column is non-zero
+  double check_interval = 1;               // seconds between checks while holding
+  double max_hold = 0;                     // seconds one hold may last; then stop cleanly (exit 4); 0 = forever
+  bool enabled() const { return max_threads_running > 0 || critical_threads_running > 0 || !query.empty(); }
 };
 
 struct LoggingConfig {
@@ -104,6 +115,7 @@ struct Config {
   DestinationConfig destination;
   Processing processing;  // the [processing]/[verification] defaults
   ReplicationConfig replication;
+  ThrottleConfig throttle;
   LoggingConfig logging;
   std::map<std::string, Job> jobs;
   // Every effective value by dotted key ("source.host", "jobs.x.batch_size"), with its origin.
@@ -118,6 +130,10 @@ struct Overrides {
   std::optional<long long> delete_batch_size;
   std::optional<double> sleep;
   std::optional<std::string> sentinel_file;
+  std::optional<double> progress_interval;
+  std::optional<long long> max_threads_running;
+  std::optional<long long> critical_threads_running;
+  std::optional<std::string> throttle_query;
   std::optional<std::string> log_level;
   std::optional<std::string> log_format;
   std::optional<std::string> log_file;

@@ -34,9 +34,34 @@ std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
   double rate = info.seconds > 0 ? static_cast<double>(total) / info.seconds : 0;
   out += fmt::format("  batches {}, roots {} (done {}, changed and left in source {}, recovered {}), retries {}\n",
                      s.batches, s.roots, s.roots_done, s.roots_changed, s.recovered, s.retries);
-  out += fmt::format("  time: select {}, copy {}, verify {}, delete {}, held {}; {:.0f} rows/s\n",
+  out += fmt::format("  time: select {}, copy {}, verify {}, delete {}, held {}, throttled {}; {:.0f} rows/s\n",
                      format_duration(s.t_select), format_duration(s.t_copy), format_duration(s.t_verify),
-                     format_duration(s.t_delete), format_duration(s.t_held), rate);
+                     format_duration(s.t_delete), format_duration(s.t_held), format_duration(info.t_throttled), rate);
+  return out;
+}
+
+std::string statistics_text(const RunInfo& info, const pipeline::Stats& s) {
+  struct Row {
+    const char* phase;
+    double seconds;
+  };
+  const Row rows[] = {{"select", s.t_select},
+                      {"copy", s.t_copy},
+                      {"verify", s.t_verify},
+                      {"delete", s.t_delete},
+                      {"held (replication)", s.t_held},
+                      {"throttled (source load)", info.t_throttled},
+                      {"waiting for source", s.t_wait_source}};
+  std::string out = fmt::format("statistics of run {} ({} batches, wall time {:.3f}s):\n", info.run_id, s.batches,
+                                info.seconds);
+  out += fmt::format("  {:<24} {:>12} {:>8} {:>12}\n", "phase", "seconds", "% wall", "per batch");
+  for (const auto& r : rows) {
+    double pct = info.seconds > 0 ? 100.0 * r.seconds / info.seconds : 0;
+    double per_batch = s.batches > 0 ? r.seconds / static_cast<double>(s.batches) : 0;
+    out += fmt::format("  {:<24} {:>12.3f} {:>7.1f}% {:>12.3f}\n", r.phase, r.seconds, pct, per_batch);
+  }
+  out += fmt::format("  {:<24} {:>12.3f} {:>7.1f}% {:>12}\n", "wall", info.seconds, info.seconds > 0 ? 100.0 : 0.0,
+                     "");
   return out;
 }
 
@@ -73,6 +98,7 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
   t.set("verify", Json(s.t_verify));
   t.set("delete", Json(s.t_delete));
   t.set("held", Json(s.t_held));
+  t.set("throttled", Json(info.t_throttled));
   t.set("waiting_for_source", Json(s.t_wait_source));
   j.set("phase_seconds", t);
   return j.dump();
@@ -81,31 +107,39 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
 std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double finished_unix_time, bool success) {
   std::string job = app::json_quote(info.job);
   std::string out;
-  out += "# HELP goarchive_rows_copied_total Rows copied to the destination by the last run.\n"
-         "# TYPE goarchive_rows_copied_total gauge\n";
-  for (const auto& t : s.tables) {
-    out += fmt::format("goarchive_rows_copied_total{{job={},table={}}} {}\n", job, app::json_quote(t.table), t.copied);
-  }
-  out += "# HELP goarchive_rows_deleted_total Rows deleted from the source by the last run.\n"
-         "# TYPE goarchive_rows_deleted_total gauge\n";
-  for (const auto& t : s.tables) {
-    out += fmt::format("goarchive_rows_deleted_total{{job={},table={}}} {}\n", job, app::json_quote(t.table), t.deleted);
-  }
-  out += fmt::format("# HELP goarchive_run_duration_seconds Duration of the last run.\n"
-                     "# TYPE goarchive_run_duration_seconds gauge\ngoarchive_run_duration_seconds{{job={}}} {:.3f}\n",
-                     job, info.seconds);
-  out += fmt::format("# HELP goarchive_run_exit_code Exit code of the last run.\n"
-                     "# TYPE goarchive_run_exit_code gauge\ngoarchive_run_exit_code{{job={}}} {}\n",
-                     job, info.exit_code);
-  out += fmt::format("# HELP goarchive_run_end_timestamp_seconds When the last run ended.\n"
-                     "# TYPE goarchive_run_end_timestamp_seconds gauge\n"
-                     "goarchive_run_end_timestamp_seconds{{job={}}} {:.0f}\n",
-                     job, finished_unix_time);
+  auto header = [&](const char* name, const char* help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+  };
+  auto per_table = [&](const char* name, const char* help, auto value) {
+    header(name, help);
+    for (const auto& t : s.tables) {
+      out += fmt::format("{}{{job={},table={}}} {}\n", name, job, app::json_quote(t.table), value(t));
+    }
+  };
+  auto one = [&](const char* name, const char* help, const std::string& value) {
+    header(name, help);
+    out += fmt::format("{}{{job={}}} {}\n", name, job, value);
+  };
+  per_table("goarchive_last_run_rows_copied", "Rows copied to the destination by the last run.",
+            [](const pipeline::TableStats& t) { return t.copied; });
+  per_table("goarchive_last_run_rows_deleted", "Rows deleted from the source by the last run.",
+            [](const pipeline::TableStats& t) { return t.deleted; });
+  one("goarchive_last_run_batches", "Batches of the last run.", std::to_string(s.batches));
+  one("goarchive_last_run_roots", "Root rows the last run selected.", std::to_string(s.roots));
+  one("goarchive_last_run_roots_changed",
+      "Root rows the last run left in the source because they changed after their copy.",
+      std::to_string(s.roots_changed));
+  one("goarchive_last_run_retries", "Statements the last run retried.", std::to_string(s.retries));
+  one("goarchive_last_run_held_seconds", "Seconds the last run held for replication lag.",
+      fmt::format("{:.3f}", s.t_held));
+  one("goarchive_last_run_throttled_seconds", "Seconds the last run held for source load ([throttle]).",
+      fmt::format("{:.3f}", info.t_throttled));
+  one("goarchive_run_duration_seconds", "Duration of the last run.", fmt::format("{:.3f}", info.seconds));
+  one("goarchive_run_exit_code", "Exit code of the last run.", std::to_string(info.exit_code));
+  one("goarchive_run_end_timestamp_seconds", "When the last run ended.", fmt::format("{:.0f}", finished_unix_time));
   if (success) {
-    out += fmt::format("# HELP goarchive_last_success_timestamp_seconds When a run last succeeded.\n"
-                       "# TYPE goarchive_last_success_timestamp_seconds gauge\n"
-                       "goarchive_last_success_timestamp_seconds{{job={}}} {:.0f}\n",
-                       job, finished_unix_time);
+    one("goarchive_last_success_timestamp_seconds", "When a run last succeeded.",
+        fmt::format("{:.0f}", finished_unix_time));
   }
   return out;
 }

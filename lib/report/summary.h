@@ -12,11 +12,16 @@ struct RunInfo {
   unsigned long long run_id = 0;
   int exit_code = 0;
   double seconds = 0;
+  double t_throttled = 0;  // seconds held by [throttle] (source load); pipeline::Stats::t_held is replication
 };
 
 std::string summary_text(const RunInfo& info, const pipeline::Stats& stats);
 std::string summary_json(const RunInfo& info, const pipeline::Stats& stats);
-// Prometheus text format for node_exporter's textfile collector.
+// `--statistics`: one row per phase (seconds, share of the run's wall time, per batch). Phases overlap in the
+// pipelined loop, so the shares need not add up to 100%.
+std::string statistics_text(const RunInfo& info, const pipeline::Stats& stats);
+// Prometheus text format for node_exporter's textfile collector. Every value describes the last run, so every
+// metric is a gauge and none ends in _total (Prometheus naming: _total is for counters).
 std::string metrics_text(const RunInfo& info, const pipeline::Stats& stats, double finished_unix_time,
                          bool success);
 

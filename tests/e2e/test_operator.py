@@ -364,8 +364,8 @@ class MetricsTest(unittest.TestCase):
         text = read(path)
         s = self.parse(text)
         for t in SHOP_TABLES:
-            self.assertEqual(s[("goarchive_rows_copied_total", (("job", "j"), ("table", t)))], expected[t], text)
-            self.assertEqual(s[("goarchive_rows_deleted_total", (("job", "j"), ("table", t)))], expected[t], text)
+            self.assertEqual(s[("goarchive_last_run_rows_copied", (("job", "j"), ("table", t)))], expected[t], text)
+            self.assertEqual(s[("goarchive_last_run_rows_deleted", (("job", "j"), ("table", t)))], expected[t], text)
         self.assertEqual(s[("goarchive_run_exit_code", (("job", "j"),))], 0)
         self.assertGreater(s[("goarchive_run_duration_seconds", (("job", "j"),))], 0)
         ts = s[("goarchive_last_success_timestamp_seconds", (("job", "j"),))]
