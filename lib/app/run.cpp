@@ -19,6 +19,7 @@
 #include "app/run_locks.h"
 #include "app/session.h"
 #include "app/work_guard.h"
+#include "control/throttle.h"
 #include "plan/sql.h"
 #include "replication/gate.h"
 #include "report/summary.h"
@@ -158,6 +159,21 @@ private:
       auto gate = std::make_shared<replication::Gate>(m_cfg.replication);
       m_control->add_gate({"replication", [gate] { return gate->check(); }, gate->check_interval(), gate->max_hold()});
     }
+    if (m_mode != pipeline::Mode::copy_only && m_cfg.throttle.enabled()) add_throttle();
+  }
+
+  // [throttle] reads the source's load on a connection of its own: the data session may be busy on the source
+  // worker at a batch boundary.
+  void add_throttle() {
+    auto throttle = std::make_shared<control::Throttle>(m_cfg.throttle);
+    std::shared_ptr<db::Connection> conn = app::connect(m_cfg.source, "source throttle", m_tag);
+    m_control->add_gate({"throttle", [throttle, conn] { return throttle->hold_reason(*conn); },
+                         throttle->check_interval(), throttle->max_hold()});
+    m_control->set_critical_check([throttle, conn]() -> std::optional<std::string> {
+      std::string why;
+      if (throttle->critical(*conn, why)) return why;
+      return std::nullopt;
+    });
   }
 
   pipeline::Hooks hooks() {
@@ -212,7 +228,7 @@ private:
 
   void take_stats(const pipeline::Engine& engine, int retries) {
     m_stats = engine.stats();
-    m_stats.t_held = m_control->held_seconds();
+    m_stats.t_held = m_control->held_seconds("replication");
     m_stats.retries = static_cast<unsigned long long>(retries);
   }
 
@@ -253,9 +269,10 @@ private:
   // The end of the run: the registry row (reconnecting once when the data session is gone), metrics, summary.
   void finish(const std::string& status, int code, const std::string& why) {
     m_progress->finish();
-    m_info = report::RunInfo{m_job.name, m_command, why, m_run_id, code, seconds()};
+    m_info = report::RunInfo{m_job.name, m_command, why, m_run_id, code, seconds(), m_control->held_seconds("throttle")};
     m_heartbeat->stop();
     record_end(status, code, why);
+    analyze();
     report();
   }
 
@@ -273,12 +290,29 @@ private:
     }
   }
 
+  // `analyze = true`: fresh index statistics on the source tables after a run that deleted rows.
+  void analyze() {
+    unsigned long long deleted = 0;
+    for (const auto& t : m_stats.tables) deleted += t.deleted;
+    if (!m_job.processing.analyze || deleted == 0) return;
+    for (const auto& t : m_tables) {
+      try {
+        m_src->query("ANALYZE TABLE " + t.source_name);
+        spdlog::info("analyzed {}", t.source_name);
+      } catch (const std::exception& e) {
+        spdlog::warn("ANALYZE TABLE {} failed: {}", t.source_name, e.what());
+      }
+    }
+  }
+
   void report() {
     if (!m_options.metrics_file.empty()) {
       write_metrics(m_options.metrics_file, m_info, m_stats);
       m_metrics_written = true;
     }
-    std::cout << report::summary_text(m_info, m_stats) << std::flush;
+    std::cout << report::summary_text(m_info, m_stats);
+    if (m_options.statistics) std::cout << report::statistics_text(m_info, m_stats);
+    std::cout << std::flush;
   }
 
   const config::Config& m_cfg;
@@ -315,7 +349,7 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
   } catch (const Error& e) {
     // Refused or failed before the run started: the metrics still say so.
     if (!options.metrics_file.empty() && !run.metrics_written()) {
-      report::RunInfo info{options.job, to_string(options.mode), e.what(), 0, e.exit_code(), run.seconds()};
+      report::RunInfo info{options.job, to_string(options.mode), e.what(), 0, e.exit_code(), run.seconds(), 0};
       write_metrics(options.metrics_file, info, pipeline::Stats{});
     }
     throw;

@@ -78,7 +78,16 @@ bool RunControl::may_continue() {
     wait(0.5);
   }
   if (announced) spdlog::info("sentinel file gone: continuing");
-  return !stop_requested();
+  if (stop_requested()) return false;
+  if (m_critical) {
+    if (auto why = m_critical()) {
+      m_reason = "stopped by the throttle: " + *why;
+      m_code = k_exit_busy;
+      spdlog::warn("{}; the run stops cleanly at this batch boundary", m_reason);
+      return false;
+    }
+  }
+  return true;
 }
 
 void RunControl::hold_while_gated(const char* phase) {
@@ -90,7 +99,7 @@ void RunControl::hold_while_gated(const char* phase) {
       spdlog::warn("held before {} by the {} gate: {}", phase, gate.name, *why);
       m_progress.update(m_stats, "held: " + *why);
       if (gate.max_hold > 0 && held >= gate.max_hold) {
-        m_held += held;
+        m_held[gate.name] += held;
         throw BusyError(fmt::format("stopped after holding {} for {} ({}); the run stopped cleanly at a batch "
                                     "boundary and resumes on its rerun",
                                     format_duration(held), gate.name, *why));
@@ -98,14 +107,22 @@ void RunControl::hold_while_gated(const char* phase) {
       wait(gate.interval);
       if (signalled()) break;  // the next boundary stops the run
     }
-    m_held += since(held_since);
+    m_held[gate.name] += since(held_since);
     if (signalled()) return;
   }
 }
 
+double RunControl::held_seconds(const std::string& gate) const {
+  double total = 0;
+  for (const auto& [name, seconds] : m_held) {
+    if (gate.empty() || name == gate) total += seconds;
+  }
+  return total;
+}
+
 void RunControl::show(const pipeline::Stats& stats, const char* phase) {
   m_stats = stats;
-  m_stats.t_held = m_held;
+  m_stats.t_held = held_seconds("replication");
   m_progress.update(m_stats, phase);
 }
 

@@ -4,6 +4,7 @@
 // the lock-loss check of the heartbeat. It decides and waits; it never touches rows.
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,7 +45,10 @@ public:
   bool signalled() const;
   const std::string& stop_reason() const { return m_reason; }
   int stop_code() const { return m_code; }
-  double held_seconds() const { return m_held; }
+  // Seconds the gate named `gate` held the run (all gates when empty).
+  double held_seconds(const std::string& gate = "") const;
+  // A check that ends the run at the next boundary, cleanly, with exit 4 (critical_threads_running).
+  void set_critical_check(std::function<std::optional<std::string>()> check) { m_critical = std::move(check); }
 
 private:
   void wait(double seconds);  // sleeps in slices, checking the locks and the signals
@@ -59,7 +63,8 @@ private:
   bool m_first_boundary = true;
   std::string m_reason;
   int m_code = 0;
-  double m_held = 0;
+  std::map<std::string, double> m_held;  // by gate name
+  std::function<std::optional<std::string>()> m_critical;
 };
 
 }  // namespace goarchive::app
