@@ -346,6 +346,8 @@ int run_job_impl(const config::Config& cfg, const RunOptions& options, bool& met
       std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
     }
   }
+  registry.restrict_to_scope(root_scope(cfg, job));
+  tracking::check_recorded_source(registry, *dst, jr, identity, root_scope(cfg, job));
   check_guard(registry, *dst, jr.id, table_keys, identity);
 
   // start_run
