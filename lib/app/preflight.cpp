@@ -51,7 +51,9 @@ public:
       check_source_privileges();
     }
     check_connections(m_src, 2, "source");
-    if (m_mode != pipeline::Mode::purge && m_dst) check_destination();
+    // The destination's own checks mean nothing when it is the source's data: that is the one problem then.
+    bool own_data = m_dst && check_not_source_data();
+    if (m_mode != pipeline::Mode::purge && m_dst && !own_data) check_destination();
     if (m_dst) {
       check_connections(*m_dst, 3, "destination");
       check_registry_privileges();
@@ -61,6 +63,11 @@ public:
 
 private:
   void fail(std::string message) { m_report.failures.push_back(std::move(message)); }
+  // A failure whose only fix is in the config file (exit 2 when every failure is one).
+  void fail_config(std::string message) {
+    ++m_report.config_failures;
+    fail(std::move(message));
+  }
   std::string name(const schema::TableInfo& t) const { return t.database + "." + t.name; }
   bool deletes() const { return m_mode != pipeline::Mode::copy_only; }
 
@@ -110,6 +117,21 @@ private:
         fail(fmt::format("jobs.{}.primary_key = ({}) is not a unique key of {}; omit it to use the table's primary key",
                          m_job.name, join(m_job.primary_key, ", "), name(root)));
       }
+      for (const auto& c : m_job.primary_key) {
+        const schema::Column* col = root.column(c);
+        if (col && col->nullable) {
+          fail(fmt::format("jobs.{}.primary_key column {}.{} allows NULL: a root whose key is NULL could never be "
+                           "found again to verify or delete it (NULL equals nothing); omit primary_key to use the "
+                           "table's primary key",
+                           m_job.name, name(root), col->name));
+        }
+      }
+    }
+    for (const auto& c : m_job.primary_key.empty() ? root.primary_key : m_job.primary_key) {
+      check_key_column(root, c, "the root key");
+    }
+    for (size_t i = 1; i < m_report.source_tables.size(); ++i) {
+      for (const auto& c : m_report.source_tables[i].primary_key) check_key_column(m_report.source_tables[i], c, "primary key");
     }
     for (size_t i = 1; i < m_tree.nodes().size(); ++i) {
       const auto& n = m_tree.nodes()[i];
@@ -123,7 +145,9 @@ private:
       std::vector<std::string> refs = n.references.empty() ? p.primary_key : n.references;
       for (const auto& c : refs) {
         if (!p.column(c)) fail(fmt::format("relation {}: referenced column {} does not exist in {}; fix references", n.table, c, name(p)));
+        else check_key_column(p, c, "references of relation " + n.table);
       }
+      for (const auto& c : n.foreign_key) check_key_column(t, c, "foreign_key of relation " + n.table);
       if (refs.size() != n.foreign_key.size()) {
         fail(fmt::format("relation {}: foreign_key has {} column(s) but {}'s key has {}; list one column per key "
                          "column (or set references)",
@@ -253,6 +277,41 @@ private:
     }
   }
 
+  // The destination must not be the source's own data: the same server (by its identity, however it is reached)
+  // or a replica of it / the server it replicates from, with the same database name. Archiving there would copy
+  // rows onto themselves (or onto their replicated copies) and then delete them. Returns true when it is.
+  bool check_not_source_data() {
+    const std::string& sdb = m_cfg.source.database;
+    const std::string& ddb = m_cfg.destination.database;
+    schema::ServerIdentity s, d;
+    try {
+      s = schema::read_server_identity(m_src);
+      d = schema::read_server_identity(*m_dst);
+    } catch (const db::DbError& e) {
+      fail(fmt::format("cannot read the identity of the source and destination servers (@@server_id, @@hostname, "
+                       "@@port, @@datadir, GTID state): {}; grant the account access to these variables",
+                       e.what()));
+      return false;
+    }
+    schema::DataRelation rel = schema::relate(s, sdb, d, ddb);
+    if (!rel.same_data) return false;
+    std::string who = fmt::format("server_id {}, {}:{}, datadir {}", d.server_id, d.hostname, d.port, d.datadir);
+    if (!d.server_uuid.empty()) who = "server_uuid " + d.server_uuid + ", " + who;
+    if (rel.same_server) {
+      fail_config(fmt::format("the destination database {} on {} is the source database itself (the same server: {}): "
+                              "archiving would copy its rows onto themselves and then delete them; set [destination] "
+                              "database to another database (for example {}_archive)",
+                              ddb, m_dst->label(), who, sdb));
+    } else {
+      fail_config(fmt::format("the destination database {} on {} holds the source's own data: that server and the "
+                              "source {} replicate one from the other (its GTID state holds the other's "
+                              "transactions; {}), so archived rows would be written into a copy of the source; point "
+                              "[destination] at a server outside the source's replication topology",
+                              ddb, m_dst->label(), m_src.label(), who));
+    }
+    return true;
+  }
+
   void check_destination() {
     const std::string& ddb = m_cfg.destination.database;
     if (ddb.empty()) {
@@ -260,17 +319,24 @@ private:
       return;
     }
     if (!schema::database_exists(*m_dst, ddb)) {
-      fail(fmt::format("the destination database {} does not exist on {}; create it with the same table definitions "
-                       "as the source",
-                       ddb, m_dst->label()));
+      fail(fmt::format("the destination database {} does not exist on {}; create it: CREATE DATABASE {}", ddb,
+                       m_dst->label(), sql::ident(ddb)));
       return;
     }
     for (const auto& s : m_report.source_tables) {
       schema::TableInfo d = schema::read_table(*m_dst, ddb, s.name);
       if (!d.exists) {
-        fail(fmt::format("table {}.{} does not exist on the destination; create it with the source's definition "
-                         "(SHOW CREATE TABLE {} on the source)",
+        fail(fmt::format("table {}.{} does not exist on the destination; create it there with the statement that "
+                         "SHOW CREATE TABLE {} prints on the source",
                          ddb, s.name, sql::qualified(s.database, s.name)));
+        continue;
+      }
+      if (d.table_type != "BASE TABLE") {
+        fail(fmt::format("{}.{} on the destination is a {}, not a base table: archived rows would be written through "
+                         "it into whatever it shows (a view onto the source tables writes them back into the "
+                         "source); replace it with a table created by the statement that SHOW CREATE TABLE {} prints "
+                         "on the source",
+                         ddb, s.name, ascii_lower(d.table_type), sql::qualified(s.database, s.name)));
         continue;
       }
       if (d.has_trigger("INSERT")) {
@@ -297,15 +363,53 @@ private:
                            c.column_type, c.collation.empty() ? "" : " " + c.collation));
         }
       }
+      // The copy names its columns, so the server fills an extra column that has a default or allows NULL.
       for (const auto* dc : dcols) {
-        if (!s.column(dc->name) && !dc->nullable) {
-          fail(fmt::format("destination table {}.{} has an extra NOT NULL column {} that the source lacks; drop it or "
-                           "make it NULL",
-                           ddb, s.name, dc->name));
+        if (s.column(dc->name) || (dc->server_fills() && !dc->auto_increment)) continue;
+        if (dc->auto_increment) {
+          fail(fmt::format("destination table {}.{} has an extra AUTO_INCREMENT column {} that the source lacks: the "
+                           "archive's rows must keep the source's keys; drop it: ALTER TABLE {} DROP COLUMN {}",
+                           ddb, s.name, dc->name, sql::qualified(ddb, s.name), sql::ident(dc->name)));
+        } else {
+          fail(fmt::format("destination table {}.{} has an extra column {} that the source lacks, NOT NULL without a "
+                           "default, so the server cannot fill it for archived rows; give it a default: ALTER TABLE "
+                           "{} ALTER COLUMN {} SET DEFAULT <value>",
+                           ddb, s.name, dc->name, sql::qualified(ddb, s.name), sql::ident(dc->name)));
         }
       }
+      if (m_cfg.destination.foreign_key_checks) check_destination_foreign_keys(d);
       require_privileges(*m_dst, {"SELECT", "INSERT", "DELETE"}, ddb, s.name, "destination");
     }
+  }
+
+  // With foreign_key_checks on, an archived row must find its parent in the archive: every destination foreign key
+  // must point at a table of this job (copied parent-first, so the parent is there).
+  void check_destination_foreign_keys(const schema::TableInfo& d) {
+    const std::string& ddb = m_cfg.destination.database;
+    for (const auto& fk : d.references) {
+      bool in_job = fk.ref_database == ddb && std::any_of(m_tree.nodes().begin(), m_tree.nodes().end(), [&](const auto& n) {
+                      return ascii_lower(n.table) == ascii_lower(fk.ref_table);
+                    });
+      if (in_job) continue;
+      fail(fmt::format("destination foreign key {} of {}.{} references {}.{}, which is not a table of job {}: with "
+                       "foreign_key_checks = true every archived row would need its parent there; set "
+                       "foreign_key_checks = false in [destination], or drop that foreign key on the archive: ALTER "
+                       "TABLE {} DROP FOREIGN KEY {}",
+                       fk.name, ddb, d.name, fk.ref_database, fk.ref_table, m_job.name, sql::qualified(ddb, d.name),
+                       sql::ident(fk.name)));
+    }
+  }
+
+  // Key columns identify rows in the log, the verification and the delete: an approximate number's text does not
+  // round-trip, and NULL never equals NULL.
+  void check_key_column(const schema::TableInfo& t, const std::string& column, const std::string& role) {
+    const schema::Column* c = t.column(column);
+    if (!c || !c->approximate()) return;
+    if (!m_reported_key_columns.insert(ascii_lower(name(t) + "." + column)).second) return;
+    fail(fmt::format("column {}.{} ({}) is {}, an approximate number: its text form does not round-trip, so goarchive "
+                     "could not find the same row again to verify or delete it; change the column to an exact type "
+                     "(an integer or DECIMAL)",
+                     name(t), c->name, role, c->column_type));
   }
 
   const config::Config& m_cfg;
@@ -315,6 +419,7 @@ private:
   db::Connection& m_src;
   db::Connection* m_dst;
   PreflightReport m_report;
+  std::set<std::string> m_reported_key_columns;
 };
 
 }  // namespace
@@ -329,6 +434,7 @@ void require(const PreflightReport& report, const std::string& job) {
   std::string msg = fmt::format("preflight refused job \"{}\" before any data moved ({} problem{}):", job,
                                 report.failures.size(), report.failures.size() == 1 ? "" : "s");
   for (const auto& f : report.failures) msg += "\n  - " + f;
+  if (report.config_failures == report.failures.size()) throw ConfigError(msg);
   throw PreflightError(msg);
 }
 

@@ -14,6 +14,7 @@ namespace goarchive::app {
 struct PreflightReport {
   std::vector<schema::TableInfo> source_tables;  // by tree node index
   std::vector<std::string> failures;             // one sentence each: what, why, the fix
+  size_t config_failures = 0;                     // how many of them only the config file can fix
   bool ok() const { return failures.empty(); }
 };
 
@@ -21,7 +22,8 @@ struct PreflightReport {
 PreflightReport preflight(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
                           pipeline::Mode mode, db::Connection& source, db::Connection* destination);
 
-// Throws PreflightError listing every failure of the report.
+// Throws listing every failure of the report: ConfigError (exit 2) when each is fixed in the config file,
+// PreflightError (exit 1) otherwise.
 void require(const PreflightReport& report, const std::string& job);
 
 }  // namespace goarchive::app

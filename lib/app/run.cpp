@@ -132,6 +132,8 @@ private:
         std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
       }
     }
+    m_registry.restrict_to_scope(root_scope(m_cfg, m_job));
+    tracking::check_recorded_source(m_registry, *m_dst, m_jobrow, m_identity, root_scope(m_cfg, m_job));
     check_guard(m_registry, *m_dst, m_jobrow.id, m_table_keys, m_identity);
   }
 

@@ -135,7 +135,7 @@ void Connection::fail(std::string_view what) {
   unsigned int code = mysql_errno(m_mysql);
   std::string state = mysql_sqlstate(m_mysql);
   std::string msg = mysql_error(m_mysql);
-  if (is_connection_lost(code)) m_in_transaction = false;
+  if (is_connection_lost(code, state)) m_in_transaction = false;
   throw DbError(code, state, label(), m_options.purpose, fmt::format("{}: {}", what, msg));
 }
 

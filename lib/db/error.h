@@ -16,7 +16,7 @@ public:
   const std::string& tag() const { return m_tag; }
   // Lock wait timeout, deadlock, lost connection: the work can be retried.
   bool retryable() const;
-  // The session is gone (2006, 2013, 4031, 1927, 2055): its named locks are gone with it.
+  // The session is gone (2006, 2013, 4031, 1927, 2055, 1153, SQLSTATE 08S01): its named locks are gone with it.
   bool connection_lost() const;
   bool duplicate_key() const { return m_code == 1062 || m_code == 1586; }
 
@@ -30,5 +30,9 @@ private:
 // Classifications as free functions, unit-tested without a server.
 bool is_retryable(unsigned int code);
 bool is_connection_lost(unsigned int code);
+// Also true for any SQLSTATE 08S01 (communication link failure), whatever the code.
+bool is_connection_lost(unsigned int code, const std::string& sqlstate);
+// Retryable and with the same SQLSTATE rule; 1153 is not: the same statement is too large again.
+bool is_retryable(unsigned int code, const std::string& sqlstate);
 
 }  // namespace goarchive::db

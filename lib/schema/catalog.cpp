@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "guard/gtid.h"
 #include "plan/sql.h"
 #include "util/strings.h"
 
@@ -79,9 +80,11 @@ TableInfo read_table(db::Connection& conn, const std::string& database, const st
       // EXTRA says "VIRTUAL GENERATED" / "STORED GENERATED" on MariaDB and MySQL 8 alike (MySQL has no
       // IS_GENERATED column). Not just "%GENERATED%": MySQL marks `DEFAULT CURRENT_TIMESTAMP` columns
       // "DEFAULT_GENERATED", and those hold data that must be copied.
+      // COLUMN_DEFAULT is NULL for a column without a default (and the text 'NULL' for DEFAULT NULL on MariaDB).
       "SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IFNULL(COLLATION_NAME, ''), IS_NULLABLE, "
       "IF(EXTRA LIKE '%VIRTUAL GENERATED%' OR EXTRA LIKE '%STORED GENERATED%' OR EXTRA LIKE '%PERSISTENT GENERATED%', "
-      "'ALWAYS', 'NEVER') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
+      "'ALWAYS', 'NEVER'), COLUMN_DEFAULT IS NOT NULL, EXTRA LIKE '%auto_increment%' "
+      "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
       db + " AND TABLE_NAME = " + tb + " ORDER BY ORDINAL_POSITION");
   for (size_t i = 0; i < cols.rows(); ++i) {
     Column c;
@@ -92,6 +95,8 @@ TableInfo read_table(db::Connection& conn, const std::string& database, const st
     c.nullable = cols.cell(i, 4) == "YES";
     c.generated = cols.cell(i, 5) != "NEVER";
     c.binary = binary_type(c.data_type);
+    c.has_default = cols.cell(i, 6) == "1";
+    c.auto_increment = cols.cell(i, 7) == "1";
     t.columns.push_back(std::move(c));
   }
   db::RowSet keys = conn.query(
@@ -115,6 +120,66 @@ TableInfo read_table(db::Connection& conn, const std::string& database, const st
     t.triggers.push_back(trg.cell(i, 0) + " " + trg.cell(i, 1) + " " + trg.cell(i, 2));
   }
   return t;
+}
+
+ServerIdentity read_server_identity(db::Connection& conn) {
+  ServerIdentity id;
+  id.mariadb = conn.info().mariadb;
+  db::RowSet r = conn.query("SELECT @@server_id, @@hostname, @@port, @@datadir, @@lower_case_table_names");
+  id.server_id = std::stoull(r.cell(0, 0));
+  id.hostname = r.cell(0, 1);
+  id.port = static_cast<unsigned>(std::stoul(r.cell(0, 2)));
+  id.datadir = r.cell(0, 3);
+  id.case_insensitive_names = r.cell(0, 4) != "0";
+  if (id.mariadb) {
+    db::RowSet g = conn.query("SELECT @@gtid_binlog_state, @@gtid_slave_pos");
+    id.gtid_state = g.cell(0, 0) + "," + g.cell(0, 1);
+  } else {
+    db::RowSet g = conn.query("SELECT @@server_uuid, @@gtid_executed");
+    id.server_uuid = g.cell(0, 0);
+    id.gtid_state = g.cell(0, 1);
+  }
+  return id;
+}
+
+namespace {
+
+// Whether `self`'s GTID history holds transactions that `origin` wrote.
+bool holds_transactions_of(const ServerIdentity& self, const ServerIdentity& origin) {
+  if (!self.mariadb) {
+    if (origin.server_uuid.empty()) return false;
+    for (const auto& u : guard::parse_mysql_gtid_uuids(self.gtid_state)) {
+      if (u == ascii_lower(origin.server_uuid)) return true;
+    }
+    return false;
+  }
+  // Two servers with one server_id cannot replicate from each other (a replica skips its own server_id's
+  // events), and a GTID with that id says nothing about which of them wrote it.
+  if (self.server_id == origin.server_id) return false;
+  for (const auto& g : guard::parse_mariadb_gtids(self.gtid_state)) {
+    if (g.server_id == origin.server_id) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+DataRelation relate(const ServerIdentity& a, const std::string& db_a, const ServerIdentity& b,
+                    const std::string& db_b) {
+  DataRelation rel;
+  if (!a.mariadb && !b.mariadb && !a.server_uuid.empty() && !b.server_uuid.empty()) {
+    rel.same_server = ascii_lower(a.server_uuid) == ascii_lower(b.server_uuid);
+  } else {
+    rel.same_server = a.mariadb == b.mariadb && a.server_id == b.server_id && a.port == b.port &&
+                      ascii_lower(a.hostname) == ascii_lower(b.hostname) && a.datadir == b.datadir;
+  }
+  if (!rel.same_server && a.mariadb == b.mariadb) {
+    rel.replicated = holds_transactions_of(a, b) || holds_transactions_of(b, a);
+  }
+  bool insensitive = a.case_insensitive_names || b.case_insensitive_names;
+  bool same_name = insensitive ? ascii_lower(db_a) == ascii_lower(db_b) : db_a == db_b;
+  rel.same_data = same_name && (rel.same_server || rel.replicated);
+  return rel;
 }
 
 std::vector<ForeignKey> foreign_keys_in(db::Connection& conn, const std::string& database) {

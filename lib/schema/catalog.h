@@ -17,6 +17,12 @@ struct Column {
   bool nullable = true;
   bool generated = false;
   bool binary = false;  // sent and compared as bytes (X'..' literals)
+  bool has_default = false;     // the server fills it when an INSERT leaves it out (DEFAULT ...)
+  bool auto_increment = false;
+  // FLOAT, DOUBLE, REAL: their text form does not round-trip, so they cannot identify a row.
+  bool approximate() const { return data_type == "float" || data_type == "double" || data_type == "real"; }
+  // The server can fill it when an INSERT names only other columns.
+  bool server_fills() const { return generated || nullable || has_default; }
 };
 
 struct ForeignKey {
@@ -44,6 +50,30 @@ struct TableInfo {
   std::vector<std::string> data_columns() const;
   bool has_trigger(const std::string& event) const;
 };
+
+// Who a server is, from its own variables: the config text (host, port, socket) cannot tell two addresses of one
+// server apart, nor a replica from its source.
+struct ServerIdentity {
+  bool mariadb = true;
+  std::string server_uuid;  // MySQL only
+  unsigned long long server_id = 0;
+  std::string hostname, datadir;
+  unsigned port = 0;
+  bool case_insensitive_names = false;  // lower_case_table_names != 0
+  // MariaDB: @@gtid_binlog_state + "," + @@gtid_slave_pos; MySQL: @@gtid_executed.
+  std::string gtid_state;
+};
+ServerIdentity read_server_identity(db::Connection& conn);
+
+// Pure: how database `db_b` on server `b` relates to database `db_a` on server `a`. `same_server`: one server
+// (by UUID on MySQL, else by hostname, port and datadir); `replicated`: one server holds transactions the other
+// wrote (a replica, or the server it replicates from), by server_id (MariaDB, with distinct server_ids) or
+// server_uuid (MySQL) in its GTID state. `same_data`: the same database name on such a pair.
+struct DataRelation {
+  bool same_server = false, replicated = false, same_data = false;
+};
+DataRelation relate(const ServerIdentity& a, const std::string& db_a, const ServerIdentity& b,
+                    const std::string& db_b);
 
 // Reads one table (columns, keys, foreign keys, triggers) with a handful of queries.
 TableInfo read_table(db::Connection& conn, const std::string& database, const std::string& table);

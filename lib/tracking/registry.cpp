@@ -1,6 +1,9 @@
 #include "tracking/registry.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <set>
 
@@ -144,6 +147,11 @@ JobRow Registry::ensure_job(db::Connection& conn, const std::string& name, const
   }
   auto job = find_job(conn, name);
   if (!job) throw Error("tracking registry: job row for \"" + name + "\" vanished after it was created");
+  // The recorded source says where the job's unfinished work came from: it stays until that work is done, so that
+  // a job re-pointed at another source is refused (check_recorded_source) on this run and on every rerun.
+  auto unfinished = conn.scalar(fmt::format("SELECT COUNT(*) FROM {} WHERE job_id = {} AND unfinished = 1",
+                                            table("batches"), job->id));
+  if (unfinished.value_or("0") != "0") return *job;
   // Recording the job's source and tables is guarded by its version (I6); we hold the job lock, so a miss here
   // means a run that does not take the locks changed the row.
   db::Transaction tx(conn);
@@ -181,12 +189,45 @@ unsigned long long Registry::start_run(db::Connection& conn, const JobRow& job, 
       "updated_at = NOW(6) WHERE id = {} AND version = {}",
       table("jobs"), sql::quote(command), job.id, job.version));
   if (n != 1) preempted("starting the run", n, 1);
-  // We hold the job lock, so a run still marked running lost its process: close it.
-  uint64_t stale = conn.execute(fmt::format(
-      "UPDATE {} SET status = 'crashed', ended_at = NOW(6), reason = 'process gone; closed by the next run' "
-      "WHERE job_id = {} AND status = 'running'",
-      table("runs"), job.id));
-  if (stale) spdlog::warn("the previous run of job {} ended without closing its record (crash or kill): marked crashed", job.name);
+  // A run still marked running is another process's unless its heartbeat is stale: the job lock cannot prove
+  // it gone (a proxy or a multi-primary cluster gives each host its own locks), the database clock can (I1).
+  db::RowSet running = conn.query(fmt::format(
+      "SELECT id, host, pid, {}, TIMESTAMPDIFF(SECOND, heartbeat_at, NOW(6)), heartbeat_at FROM {} WHERE job_id = {} "
+      "AND status = 'running' ORDER BY id FOR UPDATE",
+      k_live_expr, table("runs"), job.id));
+  // A live heartbeat from this host whose process is gone (killed within the last minute) proves nothing is
+  // running: this host can see that.
+  auto gone_here = [&](size_t i) {
+    if (running.cell(i, 1) != host) return false;
+    auto pid = static_cast<pid_t>(std::stol(running.cell(i, 2)));
+    return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+  };
+  for (size_t i = 0; i < running.rows(); ++i) {
+    if (running.cell(i, 3) == "1" && !gone_here(i)) {
+      throw BusyError(fmt::format("job \"{}\" is already running: run {} on host {} (pid {}) is marked running in the "
+                                  "tracking registry {} with a heartbeat {} s ago (live within 60 s); this run did "
+                                  "nothing. Try again when that run has ended",
+                                  job.name, running.cell(i, 0), running.cell(i, 1), running.cell(i, 2), m_schema,
+                                  running.cell(i, 4)));
+    }
+  }
+  for (size_t i = 0; i < running.rows(); ++i) {
+    // Guarded take-over: only the run we saw, only while it is still running and still stale (or, for a process
+    // gone from this host, still at the heartbeat we read).
+    bool stale = running.cell(i, 3) != "1";
+    uint64_t closed = conn.execute(fmt::format(
+        "UPDATE {} SET status = 'crashed', ended_at = NOW(6), reason = {} WHERE id = {} AND job_id = {} AND "
+        "status = 'running' AND {}",
+        table("runs"),
+        sql::quote(stale ? "no heartbeat within 60 s; closed by the next run"
+                         : "process gone from its host; closed by the next run"),
+        running.cell(i, 0), job.id,
+        stale ? fmt::format("NOT {}", k_live_expr) : "heartbeat_at = " + sql::quote(running.cell(i, 5))));
+    if (closed != 1) preempted("closing a stale run", closed, 1);
+    spdlog::warn("run {} of job {} on host {} (pid {}) ended without closing its record (crash or kill) and has had "
+                 "no heartbeat for {} s: marked crashed",
+                 running.cell(i, 0), job.name, running.cell(i, 1), running.cell(i, 2), running.cell(i, 4));
+  }
   try {
     conn.execute(fmt::format("INSERT INTO {} (job_id, command, host, pid, source_connection, destination_connection) "
                              "VALUES ({}, {}, {}, {}, {}, {})",
@@ -346,12 +387,17 @@ void Registry::unmark(db::Connection& conn, unsigned long long job_id, const std
                            hex_list(hashes)));
 }
 
+std::string Registry::scope_filter(const char* alias) const {
+  if (m_scope.empty()) return "";
+  return fmt::format(" AND {}scope = {}", alias, sql::quote(m_scope));
+}
+
 std::vector<BatchRow> Registry::unfinished_batches(db::Connection& conn, unsigned long long job_id,
                                                    unsigned long long after_id, size_t limit) const {
   db::RowSet r = conn.query(fmt::format(
       "SELECT b.id, b.state, b.version, k.root_keys FROM {} b JOIN {} k ON k.batch_id = b.id WHERE b.job_id = {} "
-      "AND b.unfinished = 1 AND b.id > {} ORDER BY b.id LIMIT {}",
-      table("batches"), table("batch_keys"), job_id, after_id, limit));
+      "AND b.unfinished = 1{} AND b.id > {} ORDER BY b.id LIMIT {}",
+      table("batches"), table("batch_keys"), job_id, scope_filter("b."), after_id, limit));
   std::vector<BatchRow> out;
   for (size_t i = 0; i < r.rows(); ++i) {
     out.push_back(BatchRow{std::stoull(r.cell(i, 0)), r.cell(i, 1), static_cast<unsigned>(std::stoul(r.cell(i, 2))),
@@ -364,8 +410,8 @@ std::pair<unsigned long long, unsigned long long> Registry::unfinished_counts(db
                                                                               unsigned long long job_id) const {
   db::RowSet r = conn.query(fmt::format("SELECT IFNULL(SUM(IF(state = 'copied', roots, 0)), 0), "
                                         "IFNULL(SUM(IF(state = 'deleting', roots, 0)), 0) FROM {} "
-                                        "WHERE job_id = {} AND unfinished = 1",
-                                        table("batches"), job_id));
+                                        "WHERE job_id = {} AND unfinished = 1{}",
+                                        table("batches"), job_id, scope_filter("")));
   return {std::stoull(r.cell(0, 0)), std::stoull(r.cell(0, 1))};
 }
 
@@ -386,6 +432,67 @@ unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_
     if (ids.rows() < 1000) break;
   }
   return total;
+}
+
+namespace {
+
+std::string source_label(const std::string& host, unsigned port, const std::string& database) {
+  // A socket path is recorded as the host; its port means nothing then.
+  if (!host.empty() && host[0] == '/') return host + "/" + database;
+  return fmt::format("{}:{}/{}", host, port, database);
+}
+
+}  // namespace
+
+RecordedSource Registry::recorded_source(db::Connection& conn, unsigned long long job_id,
+                                         const std::string& scope) const {
+  RecordedSource rs;
+  db::RowSet r = conn.query(fmt::format(
+      "SELECT source_flavor, source_host, source_port, source_database, source_server_id, "
+      "IFNULL(source_server_uuid, ''), root_table, "
+      "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1), "
+      "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1 AND b.scope <> {1}) "
+      "FROM {2} j WHERE j.id = {3}",
+      table("batches"), sql::quote(scope), table("jobs"), job_id));
+  if (r.rows() == 0) return rs;
+  rs.source.flavor = r.cell(0, 0);
+  rs.source.host = r.cell(0, 1);
+  rs.source.port = static_cast<unsigned>(std::stoul(r.cell(0, 2)));
+  rs.source.database = r.cell(0, 3);
+  if (!r.is_null(0, 4)) rs.source.server_id = std::stoull(r.cell(0, 4));
+  rs.source.server_uuid = r.cell(0, 5);
+  rs.root_table = r.cell(0, 6);
+  rs.unfinished_roots = std::stoull(r.cell(0, 7));
+  rs.other_scope_roots = std::stoull(r.cell(0, 8));
+  return rs;
+}
+
+bool same_recorded_source(const RecordedSource& recorded, const guard::SourceIdentity& now) {
+  const auto& was = recorded.source;
+  if (was.flavor != now.flavor || was.database != now.database) return false;
+  if (!was.server_uuid.empty() || !now.server_uuid.empty()) {
+    if (ascii_lower(was.server_uuid) != ascii_lower(now.server_uuid)) return false;
+  }
+  if (was.server_id.has_value() != now.server_id.has_value()) return false;
+  if (was.server_id && *was.server_id != *now.server_id) return false;
+  // The scope of the work is the configured address: the same server under another address is another scope.
+  return ascii_lower(was.host) == ascii_lower(now.host) && was.port == now.port;
+}
+
+void check_recorded_source(const Registry& registry, db::Connection& conn, const JobRow& job,
+                           const guard::SourceIdentity& now, const std::string& scope) {
+  RecordedSource rs = registry.recorded_source(conn, job.id, scope);
+  if (rs.unfinished_roots == 0) return;
+  if (same_recorded_source(rs, now) && rs.other_scope_roots == 0) return;
+  std::string was = source_label(rs.source.host, rs.source.port, rs.source.database);
+  std::string is = source_label(now.host, now.port, now.database);
+  throw Error(fmt::format(
+      "job \"{}\" has unfinished work ({} root(s) copied or deleting) recorded for the source {} (root table {}{}), "
+      "but it now points at {}{}: its recovery would apply that source's root keys here; this run did nothing. "
+      "Point the job back at {} and rerun it to finish its work",
+      job.name, rs.unfinished_roots, was, rs.root_table,
+      rs.source.server_id ? fmt::format(", server_id {}", *rs.source.server_id) : std::string(), is,
+      now.server_id ? fmt::format(" (server_id {})", *now.server_id) : std::string(), was));
 }
 
 std::vector<GuardHit> Registry::guard_candidates(db::Connection& conn, unsigned long long self_job_id,

@@ -43,6 +43,14 @@ struct BatchRow {
   std::vector<std::string> root_keys;  // encoded keys
 };
 
+// The source a job's row records (where its unfinished work came from) and that work's size.
+struct RecordedSource {
+  guard::SourceIdentity source;  // host (or socket), port, database, flavor, server_id, server_uuid
+  std::string root_table;
+  unsigned long long unfinished_roots = 0;   // in copied or deleting batches
+  unsigned long long other_scope_roots = 0;  // of those, in batches of another scope than this run's
+};
+
 // The batch's root keys as one blob (u32 length + encoded key, per root) and back.
 std::string pack_keys(const std::vector<RootKey>& keys);
 std::vector<std::string> unpack_keys(const std::string& blob);
@@ -52,6 +60,8 @@ class Registry {
 public:
   Registry(std::string schema) : m_schema(std::move(schema)) {}
   const std::string& schema() const { return m_schema; }
+  // Recovery (unfinished_batches, unfinished_counts) sees only batches of this scope (see app::root_scope).
+  void restrict_to_scope(std::string scope) { m_scope = std::move(scope); }
   std::string table(const char* name) const;  // `schema`.`name`
 
   // True when the schema exists and carries the latest migration.
@@ -60,16 +70,16 @@ public:
   void create(db::Connection& conn) const;
 
   // Finds or creates the job's row (a duplicate key is an answer: the row exists) and records its source and
-  // tables. Returns the row as it is now.
+  // tables, unless the job has unfinished work: its recorded source then stays as it is. Returns the row.
   JobRow ensure_job(db::Connection& conn, const std::string& name, const std::string& command,
                     const guard::SourceIdentity& source, const std::string& destination_database,
                     const std::string& root_table, const std::vector<std::pair<std::string, std::string>>& tables,
                     const std::vector<std::string>& table_keys) const;
   std::optional<JobRow> find_job(db::Connection& conn, const std::string& name) const;
 
-  // Starts a run: a stale 'running' run of this job (its process is gone: we hold the job lock) is closed as
-  // 'crashed'; the new run row takes the job's single active slot (I1); the job row moves to running,
-  // guarded by its version. Returns the run id.
+  // Starts a run: the job row moves to running, guarded by its version; a 'running' run of this job with a live
+  // heartbeat (registry clock, 60 s) refuses the start (BusyError naming its host and pid); a stale one is closed
+  // as 'crashed' by a guarded write; the new run row takes the job's single active slot (I1). Returns the run id.
   unsigned long long start_run(db::Connection& conn, const JobRow& job, const std::string& command,
                                unsigned long long source_conn, unsigned long long dest_conn) const;
   void heartbeat(db::Connection& conn, unsigned long long job_id, unsigned long long run_id) const;
@@ -104,12 +114,27 @@ public:
   // Deletes done batches older than the retention, in small chunks.
   unsigned long long prune(db::Connection& conn, unsigned long long job_id, double retention_days) const;
 
+  // The job's recorded source and its unfinished work (`scope`: this run's root scope).
+  RecordedSource recorded_source(db::Connection& conn, unsigned long long job_id, const std::string& scope) const;
+
   // Other jobs sharing one of `table_keys` that are running or hold unfinished roots.
   std::vector<GuardHit> guard_candidates(db::Connection& conn, unsigned long long self_job_id,
                                          const std::vector<std::string>& table_keys) const;
 
 private:
+  std::string scope_filter(const char* alias) const;
+
   std::string m_schema;
+  std::string m_scope;
 };
+
+// True when `now` is the source the job recorded: same flavor, server (server_id, server_uuid), configured
+// address and database.
+bool same_recorded_source(const RecordedSource& recorded, const guard::SourceIdentity& now);
+
+// Refuses (Error, exit 1) a run whose job holds unfinished work recorded for another source or another root
+// scope, naming the recorded source and the way out. Call after ensure_job, before recovery.
+void check_recorded_source(const Registry& registry, db::Connection& conn, const JobRow& job,
+                           const guard::SourceIdentity& now, const std::string& scope);
 
 }  // namespace goarchive::tracking

@@ -755,6 +755,10 @@ class HeartbeatTest(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 5, "refused at once, not after a wait")
         kill("source", src_holder)
         kill("destination", dst_holder)
+        # By the time the server frees a lost host's locks (minutes), its run's heartbeat is stale too: without
+        # that, the registry keeps the run's single active slot (I1).
+        gatest.sql("destination", f"UPDATE {gatest.quote_ident(sc.job_schema)}.runs "
+                                  "SET heartbeat_at = NOW(6) - INTERVAL 2 MINUTE WHERE status = 'running'")
         os.unlink(sc.sentinel)
         r = sc.go("archive", cfg, "a")
         self.assertEqual(r.rc, 0, r)

@@ -59,3 +59,24 @@ TEST_CASE("db_error: exit code 1 and member classifications") {
   CHECK(lost.retryable());
   CHECK(lost.exit_code() == 1);
 }
+
+TEST_CASE("db_error: connection-dropping errors are connection loss") {
+  // 1153 ER_NET_PACKET_TOO_LARGE and 1927 (connection killed) end the session like 2006/2013/4031.
+  for (unsigned int code : {1153u, 1927u, 2006u, 2013u, 4031u}) {
+    CAPTURE(code);
+    CHECK(is_connection_lost(code));
+    CHECK(is_connection_lost(code, "HY000"));
+    DbError e(code, "HY000", "s", "", "gone");
+    CHECK(e.connection_lost());
+  }
+  // Any SQLSTATE 08S01 (communication link failure) is connection loss, whatever its code.
+  CHECK(is_connection_lost(1047, "08S01"));
+  CHECK(DbError(1047, "08S01", "s", "", "unknown command").connection_lost());
+  CHECK(DbError(1047, "08S01", "s", "", "unknown command").retryable());
+  CHECK_FALSE(is_connection_lost(1047, "08S02"));
+  CHECK_FALSE(DbError(1205, "HY000", "s", "", "lock wait").connection_lost());
+  // A packet too large is too large again on a new connection: lost, but not worth a retry.
+  CHECK_FALSE(is_retryable(1153));
+  CHECK_FALSE(DbError(1153, "08S01", "s", "", "Got a packet bigger than 'max_allowed_packet' bytes").retryable());
+  CHECK(DbError(1153, "08S01", "s", "", "too large").connection_lost());
+}
