@@ -51,7 +51,9 @@ std::vector<TableDdl> read_definitions(const config::Config& cfg, const config::
     rw.destination_database = cfg.destination.database;
     rw.job_tables = job_tables;
     rw.foreign_key_checks = cfg.destination.foreign_key_checks;
-    if (n.parent >= 0) rw.parent = plan::ParentReference{tree.nodes()[static_cast<size_t>(n.parent)].table, n.foreign_key};
+    if (n.parent >= 0) {
+      rw.parent = plan::ParentReference{tree.nodes()[static_cast<size_t>(n.parent)].table, n.foreign_key};
+    }
     out.push_back(TableDdl{n.table, plan::destination_ddl(schema::show_create_table(src, sdb, n.table), rw)});
   }
   return out;
@@ -74,7 +76,9 @@ int schema(const config::Config& cfg, const std::string& job_name, bool apply) {
   const std::string& sdb = cfg.source.database;
   const std::string& ddb = cfg.destination.database;
   if (sdb.empty()) throw ConfigError("[source] has no database; set database = \"<schema>\" in [source]");
-  if (ddb.empty()) throw ConfigError("[destination] has no database; set database = \"<archive schema>\" in [destination]");
+  if (ddb.empty()) {
+    throw ConfigError("[destination] has no database; set database = \"<archive schema>\" in [destination]");
+  }
 
   auto src = connect(cfg.source, "source (schema)", sql::tag(job.name, 0));
   src->execute("SET SESSION TRANSACTION READ ONLY");

@@ -99,7 +99,9 @@ public:
 
   const Token& at(size_t i) const { return m_tokens[i]; }
   size_t size() const { return m_tokens.size(); }
-  std::string_view text(size_t i) const { return m_text.substr(m_tokens[i].begin, m_tokens[i].end - m_tokens[i].begin); }
+  std::string_view text(size_t i) const {
+    return m_text.substr(m_tokens[i].begin, m_tokens[i].end - m_tokens[i].begin);
+  }
 
   // The first token at or after i that is not white space or a comment; size() if none before `end`.
   size_t next(size_t i, size_t end) const {
@@ -293,10 +295,12 @@ private:
       edit.replace(ref_begin, ref_end, sql::qualified(m_rw.destination_database, ref_table));
       return true;
     } else if (is_parent) {
-      why = fmt::format("the job's relation to {} uses foreign_key = ({})", ref_table, join(m_rw.parent->columns, ", "));
+      why = fmt::format("the job's relation to {} uses foreign_key = ({})", ref_table,
+                        join(m_rw.parent->columns, ", "));
     } else if (in_job(ref_table)) {
-      why = m_rw.parent ? fmt::format("a table of the job, but not this table's parent {} in the tree", m_rw.parent->table)
-                        : std::string("a table of the job, but this is the root table");
+      why = m_rw.parent
+                ? fmt::format("a table of the job, but not this table's parent {} in the tree", m_rw.parent->table)
+                : std::string("a table of the job, but this is the root table");
     } else {
       why = "not a table of the job";
     }

@@ -260,3 +260,17 @@ TEST_CASE("ddl: CREATE DATABASE IF NOT EXISTS with the source's defaults") {
                      [] { plan::create_database_sql("d", "utf8mb4; DROP", ""); }),
                  "unexpected character set"));
 }
+
+TEST_CASE("ddl: commas inside type and key parentheses do not split; other table options stay as they are") {
+  const char* in = "CREATE TABLE `v` (\n"
+                   "  `id` int(11) NOT NULL,\n"
+                   "  `amount` decimal(12,2) NOT NULL DEFAULT 0.00,\n"
+                   "  `s` varchar(40) NOT NULL DEFAULT concat('a',',','b'),\n"
+                   "  PRIMARY KEY (`id`,`amount`),\n"
+                   "  KEY `k` (`s`(10),`amount`)\n"
+                   ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci PAGE_COMPRESSED='ON' "
+                   "`encrypted`=yes STATS_PERSISTENT=1 WITH SYSTEM VERSIONING";
+  auto out = plan::destination_ddl(in, root());
+  CHECK(out.sql == std::string("CREATE TABLE `shop_archive`.`v` (\n") + (in + std::string_view(in).find('\n') + 1));
+  CHECK(out.dropped.empty());
+}
