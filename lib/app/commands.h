@@ -33,6 +33,8 @@ int validate(const config::Config& cfg, const std::optional<std::string>& job, i
 int jobs_list(const config::Config& cfg, Format format);
 int jobs_clear(const config::Config& cfg, const std::string& job);
 int locks(const config::Config& cfg, const std::string& job);
+// schema: prints the destination tables of a job (CREATE DATABASE/TABLE) or, with `apply`, creates the missing ones.
+int schema(const config::Config& cfg, const std::string& job, bool apply);
 int discover(const config::Config& cfg, const std::string& root_table);
 std::string version_text();
 

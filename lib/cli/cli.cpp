@@ -186,6 +186,11 @@ int run(int argc, char** argv) {
   CLI::App* discover = app.add_subcommand("discover", "Print a relations block for the tree under a root table");
   add_globals(*discover, g);
   discover->add_option("--root", root_table, "Root table")->required();
+  CLI::App* schema = app.add_subcommand("schema", "Print (or create with --apply) the destination tables of a job");
+  add_globals(*schema, g);
+  add_job(schema, true);
+  bool schema_apply = false;
+  schema->add_flag("--apply", schema_apply, "Create the missing destination database and tables; never alters one");
   CLI::App* version = app.add_subcommand("version", "Version, git commit, library versions");
 
   if (auto unknown = find_unknown_command(app, argc, argv)) {
@@ -239,6 +244,7 @@ int run(int argc, char** argv) {
     if (jobs->parsed()) return app::jobs_list(load(g), format_of(format));
     if (locks->parsed()) return app::locks(load(g), job);
     if (discover->parsed()) return app::discover(load(g), root_table);
+    if (schema->parsed()) return app::schema(load(g), job, schema_apply);
 
     app::RunOptions options;
     options.job = job;

@@ -5,6 +5,7 @@
 
 #include "guard/gtid.h"
 #include "plan/sql.h"
+#include "util/error.h"
 #include "util/strings.h"
 
 namespace goarchive::schema {
@@ -180,6 +181,24 @@ DataRelation relate(const ServerIdentity& a, const std::string& db_a, const Serv
   bool same_name = insensitive ? ascii_lower(db_a) == ascii_lower(db_b) : db_a == db_b;
   rel.same_data = same_name && (rel.same_server || rel.replicated);
   return rel;
+}
+
+std::string show_create_table(db::Connection& conn, const std::string& database, const std::string& table) {
+  // The rewrite in plan/ddl reads identifiers as backquoted names; the session's sql_mode has no ANSI_QUOTES.
+  conn.execute("SET SESSION sql_quote_show_create = 1");
+  db::RowSet r = conn.query("SHOW CREATE TABLE " + sql::qualified(database, table));
+  if (r.rows() != 1 || r.cols() < 2) {
+    throw Error("SHOW CREATE TABLE " + sql::qualified(database, table) + " returned no table definition");
+  }
+  return r.cell(0, 1);
+}
+
+std::optional<DatabaseDefaults> database_defaults(db::Connection& conn, const std::string& database) {
+  db::RowSet r = conn.query(
+      "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = " +
+      sql::quote(database));
+  if (r.rows() == 0) return std::nullopt;
+  return DatabaseDefaults{r.cell(0, 0), r.cell(0, 1)};
 }
 
 std::vector<ForeignKey> foreign_keys_in(db::Connection& conn, const std::string& database) {

@@ -78,6 +78,15 @@ DataRelation relate(const ServerIdentity& a, const std::string& db_a, const Serv
 // Reads one table (columns, keys, foreign keys, triggers) with a handful of queries.
 TableInfo read_table(db::Connection& conn, const std::string& database, const std::string& table);
 bool database_exists(db::Connection& conn, const std::string& database);
+// The text of SHOW CREATE TABLE for one table, with identifiers backquoted (sql_quote_show_create = 1).
+std::string show_create_table(db::Connection& conn, const std::string& database, const std::string& table);
+
+struct DatabaseDefaults {
+  std::string charset, collation;
+};
+// The default character set and collation of a database; nullopt when it does not exist.
+std::optional<DatabaseDefaults> database_defaults(db::Connection& conn, const std::string& database);
+
 // Every foreign key declared in `database` or pointing into it from another database, for `discover`.
 std::vector<ForeignKey> foreign_keys_in(db::Connection& conn, const std::string& database);
 

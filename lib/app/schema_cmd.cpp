@@ -1,0 +1,148 @@
+// schema: the destination tables of a job, from the source's definitions; printed, or created with --apply.
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "app/commands.h"
+#include "app/session.h"
+#include "plan/ddl.h"
+#include "plan/sql.h"
+#include "plan/tree.h"
+#include "schema/catalog.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace goarchive::app {
+
+namespace {
+
+struct TableDdl {
+  std::string table;
+  plan::DestinationDdl ddl;
+};
+
+// Reads and rewrites every table of the job, parents first, before anything is written anywhere.
+std::vector<TableDdl> read_definitions(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
+                                       db::Connection& src) {
+  const std::string& sdb = cfg.source.database;
+  std::vector<std::string> job_tables;
+  for (const auto& n : tree.nodes()) job_tables.push_back(n.table);
+  std::vector<TableDdl> out;
+  for (int i : tree.copy_order()) {
+    const plan::Node& n = tree.nodes()[static_cast<size_t>(i)];
+    schema::TableInfo t = schema::read_table(src, sdb, n.table);
+    if (!t.exists) {
+      throw ConfigError(fmt::format("table {}.{} does not exist on the source ({}); fix the table name in [jobs.{}]",
+                                    sdb, n.table, src.label(), job.name));
+    }
+    if (t.table_type != "BASE TABLE") {
+      throw ConfigError(fmt::format("{}.{} is a {}, not a base table: goarchive archives base tables only; name the "
+                                    "underlying table in [jobs.{}]",
+                                    sdb, n.table, ascii_lower(t.table_type), job.name));
+    }
+    if (ascii_lower(t.engine) != "innodb") {
+      throw PreflightError(fmt::format("table {}.{} uses the {} engine: goarchive archives InnoDB tables only; run "
+                                       "ALTER TABLE {} ENGINE=InnoDB on the source first",
+                                       sdb, n.table, t.engine, sql::qualified(sdb, n.table)));
+    }
+    plan::DdlRewrite rw;
+    rw.source_database = sdb;
+    rw.destination_database = cfg.destination.database;
+    rw.job_tables = job_tables;
+    rw.foreign_key_checks = cfg.destination.foreign_key_checks;
+    if (n.parent >= 0) {
+      rw.parent = plan::ParentReference{tree.nodes()[static_cast<size_t>(n.parent)].table, n.foreign_key};
+    }
+    out.push_back(TableDdl{n.table, plan::destination_ddl(schema::show_create_table(src, sdb, n.table), rw)});
+  }
+  return out;
+}
+
+bool table_exists(db::Connection& conn, const std::string& database, const std::string& table) {
+  return conn.scalar("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = " + sql::quote(database) +
+                     " AND TABLE_NAME = " + sql::quote(table))
+             .value_or("0") != "0";
+}
+
+// A table the server already has: another run or a person created it between our check and our CREATE.
+constexpr unsigned k_table_exists_error = 1050;
+
+}  // namespace
+
+int schema(const config::Config& cfg, const std::string& job_name, bool apply) {
+  const config::Job& job = cfg.job(job_name);
+  plan::Tree tree(job);
+  const std::string& sdb = cfg.source.database;
+  const std::string& ddb = cfg.destination.database;
+  if (sdb.empty()) throw ConfigError("[source] has no database; set database = \"<schema>\" in [source]");
+  if (ddb.empty()) {
+    throw ConfigError("[destination] has no database; set database = \"<archive schema>\" in [destination]");
+  }
+
+  auto src = connect(cfg.source, "source (schema)", sql::tag(job.name, 0));
+  src->execute("SET SESSION TRANSACTION READ ONLY");
+  auto defaults = schema::database_defaults(*src, sdb);
+  if (!defaults) {
+    throw ConfigError(fmt::format("the source database {} does not exist on {}; fix [source] database", sdb,
+                                  src->label()));
+  }
+  std::vector<TableDdl> tables = read_definitions(cfg, job, tree, *src);
+  std::string create_db = plan::create_database_sql(ddb, defaults->charset, defaults->collation);
+  std::string fks = cfg.destination.foreign_key_checks ? "foreign keys only along the job's relations"
+                                                       : "no foreign keys ([destination] foreign_key_checks = false)";
+
+  if (!apply) {
+    // Valid SQL for `mariadb`: the statements --apply runs, in its order; notes are comment lines.
+    std::cout << fmt::format("-- goarchive schema of job {}: source database {} on {}, destination database {}\n"
+                             "-- parents before children; {}; no triggers, no AUTO_INCREMENT, no partitioning\n",
+                             job.name, sdb, src->label(), ddb, fks);
+    std::cout << create_db << ";\n";
+    for (const auto& t : tables) {
+      std::cout << "\n-- " << t.table << "\n";
+      for (const auto& d : t.ddl.dropped) std::cout << "-- left out: " << d << "\n";
+      std::cout << t.ddl.sql << ";\n";
+    }
+    return k_exit_ok;
+  }
+
+  auto dst = connect(cfg.destination, "destination (schema)", sql::tag(job.name, 0));
+  if (schema::database_exists(*dst, ddb)) {
+    std::cout << fmt::format("database {} exists on {}, left as is\n", ddb, dst->label());
+  } else {
+    dst->execute(create_db);
+    std::cout << fmt::format("created database {} on {} (character set {}, collation {}, as the source's {})\n", ddb,
+                             dst->label(), defaults->charset, defaults->collation, sdb);
+  }
+  size_t created = 0, kept = 0;
+  for (const auto& t : tables) {
+    std::string name = ddb + "." + t.table;
+    bool exists = table_exists(*dst, ddb, t.table);
+    if (!exists) {
+      try {
+        dst->execute(t.ddl.sql);
+      } catch (const db::DbError& e) {
+        if (e.code() != k_table_exists_error) {
+          throw Error(fmt::format("creating table {} failed: {}; nothing else was created after it (the tables "
+                                  "above are in place); the statement was:\n{}",
+                                  name, e.what(), t.ddl.sql));
+        }
+        exists = true;
+      }
+    }
+    if (exists) {
+      ++kept;
+      std::cout << fmt::format("table {} exists, left as is\n", name);
+      continue;
+    }
+    ++created;
+    std::cout << fmt::format("created table {}\n", name);
+    for (const auto& d : t.ddl.dropped) std::cout << "  left out: " << d << "\n";
+    spdlog::debug("{}", t.ddl.sql);
+  }
+  std::cout << fmt::format("schema of job {}: {} table{} created, {} left as is; {}\n", job.name, created,
+                           created == 1 ? "" : "s", kept, fks);
+  return k_exit_ok;
+}
+
+}  // namespace goarchive::app
