@@ -55,7 +55,7 @@ public:
     bool own_data = m_dst && check_not_source_data();
     if (m_mode != pipeline::Mode::purge && m_dst && !own_data) check_destination();
     if (m_dst) {
-      check_connections(*m_dst, 3, "destination");
+      check_connections(*m_dst, 4, "destination");
       check_registry_privileges();
     }
     return std::move(m_report);

@@ -93,6 +93,13 @@ private:
     m_src = app::connect(m_cfg.source, "source data", tag);
     m_dst = app::connect(m_cfg.destination, "destination data", tag);
     prepare_data_sessions(m_cfg, *m_src, *m_dst);
+    connect_marks(tag);
+  }
+
+  // The source delete records its decision on a destination session of its own (it runs beside the copy).
+  void connect_marks(const std::string& tag) {
+    m_marks = app::connect(m_cfg.destination, "destination marks", tag);
+    m_marks->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   }
 
   void preflight() {
@@ -141,7 +148,8 @@ private:
     m_run_id = m_registry.start_run(*m_dst, m_jobrow, m_command, m_src_lock->connection_id(),
                                     m_dest_lock->connection_id());
     m_tag = sql::tag(m_job.name, static_cast<long long>(m_run_id));
-    for (db::Connection* c : {m_src.get(), m_dst.get(), &m_src_lock->connection(), &m_dest_lock->connection()}) {
+    for (db::Connection* c :
+         {m_src.get(), m_dst.get(), m_marks.get(), &m_src_lock->connection(), &m_dest_lock->connection()}) {
       c->set_tag(m_tag);
     }
     spdlog::info("{} job={} run={} started: {} table(s), batch_size {}, verification {}", m_command, m_job.name,
@@ -202,6 +210,7 @@ private:
     for (int retries = 0;; ++retries) {
       pipeline::Engine engine(m_mode, m_job, m_tables, *m_src, *m_dst, m_registry, m_jobrow.id, m_run_id,
                               root_scope(m_cfg, m_job), hooks());
+      engine.set_marks_connection(*m_marks);
       if (retries > 0) engine.carry_over(m_stats);  // a retry continues the run's counts
       try {
         bool completed = engine.run();
@@ -243,6 +252,7 @@ private:
       m_src = app::connect(m_cfg.source, "source data", m_tag);
       m_dst = app::connect(m_cfg.destination, "destination data", m_tag);
       prepare_data_sessions(m_cfg, *m_src, *m_dst);
+      connect_marks(m_tag);
       m_heartbeat->reconnect(app::connect(m_cfg.destination, "destination registry", m_tag));
     } catch (const std::exception& again) {
       finish("failed", k_exit_failed, again.what());
@@ -257,15 +267,31 @@ private:
     if (completed) {
       code = k_exit_ok;
       reason = m_stats.roots == 0 ? "nothing to do" : "finished";
-      if (m_stats.roots_changed > 0) {
-        reason = fmt::format("finished; {} root(s) changed in the source after their copy and were left there",
-                             m_stats.roots_changed);
-        code = k_exit_failed;
+      unsigned long long left = m_stats.roots_changed + m_stats.roots_withdrawn;
+      if (left > 0) {
+        // A normal outcome on a busy table: the next run archives them. Exit 0 with a warning.
+        reason = fmt::format("finished; {} root(s) changed in the source after their copy and were left there for "
+                             "the next run",
+                             left);
+        spdlog::warn("{}", reason);
       }
+    }
+    if (m_stats.roots_conflict > 0) {
+      reason = conflict_reason();
+      code = k_exit_failed;
+      spdlog::error("{}", reason);
     }
     spdlog::info("run {} ended: {}", m_run_id, reason);
     finish(completed ? "finished" : "stopped", code, reason);
     return code;
+  }
+
+  std::string conflict_reason() const {
+    return fmt::format("{} root(s) are in conflict: the source and the archive hold different versions after a crash "
+                       "at the delete's commit, and nothing proves which one is current, so both are kept: {}. "
+                       "Compare the two versions, delete the wrong one (from the archive or from the source); the "
+                       "next run sees a single version and clears the conflict",
+                       m_stats.roots_conflict, join(m_stats.conflicts, "; "));
   }
 
   // The end of the run: the registry row (reconnecting once when the data session is gone), metrics, summary.
@@ -325,7 +351,7 @@ private:
   std::string m_command;
   tracking::Registry m_registry;
   Clock::time_point m_started = Clock::now();
-  std::unique_ptr<db::Connection> m_src, m_dst;
+  std::unique_ptr<db::Connection> m_src, m_dst, m_marks;
   std::vector<pipeline::TableMeta> m_tables;
   std::unique_ptr<locks::LockSession> m_dest_lock, m_src_lock;
   std::vector<locks::NamedLock> m_table_locks;

@@ -58,6 +58,20 @@ void Batch::drop_rows_of(const std::vector<bool>& drop) {
   }
 }
 
+bool same_tree(const Batch& a, const Batch& b, int root) {
+  for (size_t t = 0; t < a.tables.size(); ++t) {
+    const TableRows& ta = a.tables[t];
+    const TableRows& tb = b.tables[t];
+    std::vector<size_t> mine = ta.rows_of(root);
+    if (mine.size() != tb.rows_of(root).size()) return false;
+    for (size_t r : mine) {
+      auto at = tb.find(ta.key[r]);
+      if (!at || tb.root[*at] != root || !same_row(ta.rows, r, tb.rows, *at)) return false;
+    }
+  }
+  return true;
+}
+
 void Batch::add_root(std::vector<std::string> key) {
   roots.push_back(tracking::encode_key(key));
   root_keys.push_back(std::move(key));

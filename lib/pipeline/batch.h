@@ -55,6 +55,9 @@ struct Batch {
   bool recovery = false;
   bool loaded = false;        // tables already read (in one snapshot)
   bool prebuilt = false;      // digests and statements built
+  // Recovery of a batch found `deleting`: the rows are the archived copy, which may be the only one left; a
+  // root whose source tree differs from it is a conflict, never a reason to replace it.
+  bool unproven = false;
   std::vector<std::vector<std::string>> root_keys;  // key values per root
   std::vector<tracking::RootKey> roots;             // encoded + hash, per root
   std::vector<TableRows> tables;                    // by node index
@@ -74,5 +77,8 @@ struct Batch {
   // Adds a root by its key values.
   void add_root(std::vector<std::string> key);
 };
+
+// True when root `root` has the same rows, byte for byte, in both batches (which hold the same roots).
+bool same_tree(const Batch& a, const Batch& b, int root);
 
 }  // namespace goarchive::pipeline

@@ -13,15 +13,22 @@ void BatchLog::claim(Batch& batch) const {
 }
 
 void BatchLog::end(Batch& batch) const {
-  auto stayed = static_cast<unsigned>(batch.count(RootFate::changed));
+  auto stayed = static_cast<unsigned>(batch.count(RootFate::changed) + batch.count(RootFate::withdrawn) +
+                                      batch.count(RootFate::conflict));
   batch.next_version =
       m_ctx.registry.transition(m_ctx.dst, batch.id, {"copied", "deleting"}, "done", batch.version, stayed);
 }
 
-void BatchLog::mark_deleting(Batch& batch) const {
+void BatchLog::mark_deleting(Batch& batch, db::Connection& conn) const {
   if (m_ctx.mode != Mode::archive) return;  // purge claims its batches as deleting; copy-only never deletes
-  db::Transaction tx(m_ctx.dst);
-  unsigned v = m_ctx.registry.transition(m_ctx.dst, batch.id, {"copied", "deleting"}, "deleting", batch.version);
+  // Conflicts are not recorded as kept: a later recovery must compare those roots again, never drop a copy.
+  std::vector<tracking::RootKey> kept;
+  for (size_t i = 0; i < batch.roots.size(); ++i) {
+    if (batch.fate[i] == RootFate::changed || batch.fate[i] == RootFate::withdrawn) kept.push_back(batch.roots[i]);
+  }
+  db::Transaction tx(conn);
+  unsigned v = m_ctx.registry.transition(conn, batch.id, {"copied", "deleting"}, "deleting", batch.version);
+  m_ctx.registry.record_stayed(conn, batch.id, kept);
   m_ctx.hooks.before_commit();
   tx.commit();
   batch.version = v;
@@ -33,6 +40,12 @@ void BatchLog::adopt(Batch& batch, unsigned recorded_version) const {
   batch.version = m_ctx.registry.adopt(m_ctx.dst, batch.id, m_ctx.run_id, batch.no, recorded_version);
   m_ctx.hooks.before_commit();
   tx.commit();
+}
+
+void BatchLog::record_conflicts(const Batch& batch) const {
+  std::vector<tracking::RootKey> keys;
+  for (int r : batch.roots_with(RootFate::conflict)) keys.push_back(batch.roots[static_cast<size_t>(r)]);
+  m_ctx.registry.add_conflicts(m_ctx.dst, m_ctx.job_id, batch.id, keys);
 }
 
 void BatchLog::mark_copied(const Batch& batch) const {

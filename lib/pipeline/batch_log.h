@@ -15,12 +15,15 @@ public:
   void claim(Batch& batch) const;
   // Moves the batch to done; the new version counts once the caller's transaction commits (next_version).
   void end(Batch& batch) const;
-  // archive: moves the batch to deleting in a transaction of its own, committed before its source delete.
-  void mark_deleting(Batch& batch) const;
+  // archive: moves the batch to deleting, with the roots its delete keeps in the source, in a transaction of
+  // its own on `conn`, committed before the source delete commits.
+  void mark_deleting(Batch& batch, db::Connection& conn) const;
   // Takes over an unfinished batch of an earlier run (recovery), in a transaction of its own.
   void adopt(Batch& batch, unsigned recorded_version) const;
   // copy-only: remembers the batch's roots as copied by this job.
   void mark_copied(const Batch& batch) const;
+  // Records the batch's conflicting roots; every later run leaves them alone until one version is removed.
+  void record_conflicts(const Batch& batch) const;
 
 private:
   Context& m_ctx;

@@ -3,6 +3,7 @@
 // registry, the owner's hooks and the run's counters. The Engine owns one Context; the parts (reader, writer,
 // remover, batch log, recovery, loop) hold a reference to it and never outlive it.
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ struct Context {
   std::string scope;  // the claim scope: source server, database, root table
   Hooks hooks;
   Stats stats;
+  // The destination connection the remover records its decision on (its move to deleting), beside the main
+  // thread's transaction on `dst`; `dst` itself where nothing runs beside it.
+  db::Connection* marks = nullptr;
+  // Some relation has no foreign key in the database: the delete's locked reads take gap locks.
+  bool gap_locks = false;
+  // Hashes of roots no batch may take (open conflicts), set before the first batch.
+  std::set<std::string> skip_roots;
 
   bool deletes() const { return mode != Mode::copy_only; }
   bool copies() const { return mode != Mode::purge; }

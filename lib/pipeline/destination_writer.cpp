@@ -173,6 +173,23 @@ size_t DestinationWriter::delete_by_key(const TableMeta& m, const db::RowSet& ro
   return removed;
 }
 
+size_t DestinationWriter::remove_copied_rows(const Batch& batch, const std::vector<int>& roots) {
+  if (roots.empty()) return 0;
+  size_t removed = 0;
+  for (int ni : m_ctx.delete_order) {
+    const TableRows& tb = batch.tables[static_cast<size_t>(ni)];
+    std::vector<size_t> rows;
+    for (int r : roots) {
+      auto mine = tb.rows_of(r);
+      rows.insert(rows.end(), mine.begin(), mine.end());
+    }
+    removed += delete_by_key(m_ctx.tables[static_cast<size_t>(ni)], tb.rows, rows);
+  }
+  spdlog::info("batch {}: removed the archived copy of {} root(s) left in the source ({} rows)", batch.no,
+               roots.size(), removed);
+  return removed;
+}
+
 size_t DestinationWriter::remove_tree_copies(const Batch& batch, const std::vector<int>& roots) {
   if (roots.empty()) return 0;
   Batch old;

@@ -27,6 +27,9 @@ public:
   // Removes the archived copy of `roots` as the destination holds it: the root rows by key, their children
   // found through the destination's tree. For copies an earlier run made (recovery, copy-only marks).
   size_t remove_tree_copies(const Batch& batch, const std::vector<int>& roots);
+  // Removes the archived copy of `roots` by the primary key of every row copied for them (in the batch), never
+  // by a search through the foreign keys: a row that moved to another root is found all the same.
+  size_t remove_copied_rows(const Batch& batch, const std::vector<int>& roots);
 
 private:
   std::vector<Statement> build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;

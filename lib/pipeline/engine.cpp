@@ -9,8 +9,11 @@ Context make_context(Mode mode, const config::Job& job, std::vector<TableMeta> t
                      unsigned long long run_id, std::string scope, Hooks hooks) {
   plan::Tree tree(job);
   Context ctx{mode, job, std::move(tables), tree.copy_order(), tree.delete_order(), source, destination, registry,
-              job_id, run_id, std::move(scope), std::move(hooks), Stats{}};
-  for (const auto& t : ctx.tables) ctx.stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
+              job_id, run_id, std::move(scope), std::move(hooks), Stats{}, nullptr, false, {}};
+  for (const auto& t : ctx.tables) {
+    ctx.stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
+    ctx.gap_locks = ctx.gap_locks || t.config_only;
+  }
   return ctx;
 }
 
@@ -21,12 +24,13 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
                unsigned long long run_id, std::string scope, Hooks hooks)
     : m_ctx(make_context(mode, job, std::move(tables), source, destination, registry, job_id, run_id,
                          std::move(scope), std::move(hooks))),
-      m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_remover(m_ctx, m_tree), m_log(m_ctx),
-      m_stages(m_ctx, m_reader, m_writer, m_remover, m_log), m_recovery(m_ctx, m_log, m_stages),
+      m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_log(m_ctx), m_remover(m_ctx, m_tree, m_log),
+      m_stages(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log), m_recovery(m_ctx, m_log, m_stages),
       m_loop(m_ctx, m_reader, m_stages) {}
 
 bool Engine::run() {
   m_stages.start();
+  m_recovery.review_conflicts(m_tree);
   if (!m_recovery.run(m_batch_no)) return false;
   return m_loop.run(m_batch_no);
 }

@@ -33,6 +33,8 @@ public:
   // says stop. Returns false when it stopped early.
   bool run();
   const Stats& stats() const { return m_ctx.stats; }
+  // The destination connection the source delete records its decision on (archive's pipelined loop).
+  void set_marks_connection(db::Connection& conn) { m_ctx.marks = &conn; }
   // Continues counting from an earlier engine of the same run (after a retry).
   void carry_over(const Stats& stats) { m_ctx.stats = stats; }
 
@@ -44,8 +46,8 @@ private:
   TreeReader m_tree;
   SourceReader m_reader;
   DestinationWriter m_writer;
-  Remover m_remover;
   BatchLog m_log;
+  Remover m_remover;
   Stages m_stages;
   Recovery m_recovery;
   Loop m_loop;

@@ -66,7 +66,6 @@ bool Loop::pipelined(unsigned& batch_no) {
     spdlog::info("batch {} delete phase start", current->no);
     m_ctx.hooks.progress(m_ctx.stats, "deleting");
     wait_delete();  // the previous batch's delete, which ran beside this batch's copy
-    m_stages.mark_deleting(*current);
     // On the worker: the source delete, beside the next batch's copy on the main thread.
     delete_done = worker.submit([this, pb = current.get()] { m_stages.remove(*pb); });
     deleting = std::move(current);

@@ -2,7 +2,42 @@
 
 #include <spdlog/spdlog.h>
 
+#include "pipeline/rows.h"
+
 namespace goarchive::pipeline {
+
+void Recovery::review_conflicts(const TreeReader& tree) {
+  if (m_ctx.mode != Mode::archive && m_ctx.mode != Mode::copy_only) return;
+  auto keys = m_ctx.registry.conflicts(m_ctx.dst, m_ctx.job_id);
+  if (keys.empty()) return;
+  Batch source, archive;
+  for (const auto& enc : keys) {
+    source.add_root(tracking::decode_key(enc));
+    archive.add_root(tracking::decode_key(enc));
+  }
+  source.tables.resize(m_ctx.tables.size());
+  archive.tables.resize(m_ctx.tables.size());
+  tree.read_roots(m_ctx.src, Side::source, source, Read::plain);
+  tree.read_children(m_ctx.src, Side::source, source, Read::plain);
+  tree.read_roots(m_ctx.dst, Side::destination, archive, Read::plain);
+  tree.read_children(m_ctx.dst, Side::destination, archive, Read::plain);
+  std::vector<std::string> resolved;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    int r = static_cast<int>(i);
+    bool one_side = source.tables[0].rows_of(r).empty() || archive.tables[0].rows_of(r).empty();
+    if (one_side || same_tree(source, archive, r)) {
+      resolved.push_back(source.roots[i].hash);
+      continue;
+    }
+    m_ctx.skip_roots.insert(source.roots[i].hash);
+    ++m_ctx.stats.roots_conflict;
+    if (m_ctx.stats.conflicts.size() < 20) m_ctx.stats.conflicts.push_back(name_key(m_ctx.root(), source.root_keys[i]));
+  }
+  if (!resolved.empty()) {
+    m_ctx.registry.resolve_conflicts(m_ctx.dst, m_ctx.job_id, resolved);
+    spdlog::info("{} conflict(s) resolved: each root now has one version", resolved.size());
+  }
+}
 
 bool Recovery::run(unsigned& batch_no) {
   auto counts = m_ctx.registry.unfinished_counts(m_ctx.dst, m_ctx.job_id);
@@ -19,6 +54,7 @@ bool Recovery::run(unsigned& batch_no) {
       batch.no = ++batch_no;
       batch.id = row.id;
       batch.recovery = true;
+      batch.unproven = m_ctx.mode == Mode::archive && row.state == "deleting";
       for (const auto& enc : row.root_keys) batch.add_root(tracking::decode_key(enc));
       m_log.adopt(batch, row.version);
       m_stages.process(batch);

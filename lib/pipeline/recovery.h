@@ -5,6 +5,7 @@
 #include "pipeline/batch_log.h"
 #include "pipeline/context.h"
 #include "pipeline/stages.h"
+#include "pipeline/tree_reader.h"
 
 namespace goarchive::pipeline {
 
@@ -14,6 +15,9 @@ public:
 
   // Returns false when a hook said stop before every unfinished batch was finished.
   bool run(unsigned& batch_no);
+  // Looks at the job's open conflicts: one whose root is now on one side only, or the same on both, is
+  // resolved; the others are skipped by every batch and counted (the run then exits 1).
+  void review_conflicts(const TreeReader& tree);
 
 private:
   Context& m_ctx;

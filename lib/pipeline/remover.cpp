@@ -13,17 +13,25 @@ void Remover::remove(Batch& batch) const {
   auto t0 = std::chrono::steady_clock::now();
   batch.deleted.assign(m_ctx.tables.size(), 0);
   if (batch.fate.size() != batch.roots.size()) batch.fate.assign(batch.roots.size(), RootFate::moved);
-  // Lock exactly the rows to delete, parent-first, at READ COMMITTED (record locks only, no gap locks), and
-  // re-read them: a row changed or added since the copy marks its root, and such a root is not deleted.
   Batch now;
   now.no = batch.no;
   now.root_keys = batch.root_keys;
   now.tables.resize(m_ctx.tables.size());
+  // READ COMMITTED: the locked reads and the deletes by exact key take record locks only, so the application's
+  // inserts are never blocked. A relation with no foreign key in the database needs REPEATABLE READ for this
+  // one transaction: the locked read of the children then also locks the gaps of their foreign-key index, and a
+  // child inserted under a root being deleted waits for the commit instead of being orphaned unseen.
+  if (m_ctx.gap_locks) m_ctx.src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
   db::Transaction tx(m_ctx.src);
-  m_tree.read_roots(m_ctx.src, Side::source, now, Read::locked);
+  std::vector<bool> matches;
+  m_tree.read_roots(m_ctx.src, Side::source, now, Read::locked, &matches);
   m_tree.read_children(m_ctx.src, Side::source, now, Read::locked);
-  if (m_ctx.mode == Mode::archive) judge(batch, now);
+  fault::point("after_locked_read");
+  judge(batch, now, matches);
   delete_rows(batch, now);
+  // The decision is on the destination before the source commits: a recovery that finds the batch deleting
+  // knows which roots this transaction kept, whether or not it committed.
+  m_log.mark_deleting(batch, m_ctx.marks ? *m_ctx.marks : m_ctx.dst);
   fault::point("before_delete_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
@@ -31,20 +39,50 @@ void Remover::remove(Batch& batch) const {
   batch.t_delete = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void Remover::judge(Batch& batch, const Batch& now) const {
-  for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
-    const TableRows& locked = now.tables[t];
-    const TableRows& copied = batch.tables[t];
-    for (size_t r = 0; r < locked.size(); ++r) {
-      int owner = locked.root[r];
-      if (owner < 0 || batch.stays(static_cast<size_t>(owner))) continue;
-      auto at = copied.find(locked.key[r]);
-      bool changed = !at;
-      if (!changed && m_ctx.sha256()) changed = row_digest(locked.rows, r) != copied.digest[*at];
-      if (changed) {
-        batch.leave(static_cast<size_t>(owner), RootFate::changed,
-                    fmt::format("{} {}", name_row(m_ctx.tables[t], locked.rows, r), at ? "changed" : "was added"));
-      }
+void Remover::judge(Batch& batch, const Batch& now, const std::vector<bool>& matches) const {
+  if (m_ctx.mode == Mode::archive) {
+    for (size_t t = 0; t < m_ctx.tables.size(); ++t) compare_table(batch, now, t);
+  }
+  const TableRows& roots = now.tables[0];
+  for (size_t r = 0; r < roots.size(); ++r) {
+    if (roots.root[r] >= 0 && !matches[r]) {
+      batch.leave(static_cast<size_t>(roots.root[r]), RootFate::withdrawn,
+                  name_row(m_ctx.root(), roots.rows, r) + " no longer matches `where`");
+    }
+  }
+}
+
+// Every copied row must be in the locked tree, under the same root, byte-equal; every locked row must have been
+// copied. Otherwise the roots involved stay: changed (their archived copy goes, the source keeps the current
+// version) or, when the copy may be the only version left (recovery of a deleting batch), conflict.
+void Remover::compare_table(Batch& batch, const Batch& now, size_t t) const {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& copied = batch.tables[t];
+  const TableRows& locked = now.tables[t];
+  const RootFate differs = batch.unproven ? RootFate::conflict : RootFate::changed;
+  // Recovering a deleting batch, a root gone from the source was deleted by the interrupted transaction, which
+  // committed: its archived copy is the archive. (Had it rolled back, the root would be there.)
+  std::vector<bool> present(batch.roots.size(), !batch.unproven);
+  for (int owner : now.tables[0].root) {
+    if (owner >= 0) present[static_cast<size_t>(owner)] = true;
+  }
+  for (size_t r = 0; r < copied.size(); ++r) {
+    int owner = copied.root[r];
+    if (owner < 0 || !present[static_cast<size_t>(owner)]) continue;
+    auto at = locked.find(copied.key[r]);
+    if (!at) {
+      batch.leave(static_cast<size_t>(owner), differs, name_row(m, copied.rows, r) + " is gone from its tree");
+    } else if (locked.root[*at] != owner) {
+      std::string why = name_row(m, copied.rows, r) + " moved to another root";
+      batch.leave(static_cast<size_t>(owner), differs, why);
+      if (locked.root[*at] >= 0) batch.leave(static_cast<size_t>(locked.root[*at]), differs, why);
+    } else if (!same_row(copied.rows, r, locked.rows, *at)) {
+      batch.leave(static_cast<size_t>(owner), differs, name_row(m, copied.rows, r) + " changed");
+    }
+  }
+  for (size_t r = 0; r < locked.size(); ++r) {
+    if (locked.root[r] >= 0 && !copied.find(locked.key[r])) {
+      batch.leave(static_cast<size_t>(locked.root[r]), differs, name_row(m, locked.rows, r) + " was added");
     }
   }
 }

@@ -1,9 +1,11 @@
 #pragma once
-// The source delete of a batch, and the one place that decides whether a root may leave the source: under row
-// locks, it re-reads the batch's tree, compares it with what was copied, settles each root's fate and deletes
-// the roots that may go, child-first, by exact primary key, in one source transaction. It never writes to the
-// destination.
+// The source delete of a batch, and the one place that decides whether a root may leave the source (the rule
+// of DESIGN.md §5, enforced in judge()): under row locks it re-reads the batch's tree, compares it byte for byte
+// with what was copied, settles each root's fate, deletes the roots that may go (child-first, by exact primary
+// key), records its decision on the destination and commits, all in one source transaction. It never writes
+// the archived rows.
 #include "pipeline/batch.h"
+#include "pipeline/batch_log.h"
 #include "pipeline/context.h"
 #include "pipeline/tree_reader.h"
 
@@ -11,19 +13,24 @@ namespace goarchive::pipeline {
 
 class Remover {
 public:
-  Remover(const Context& ctx, const TreeReader& tree) : m_ctx(ctx), m_tree(tree) {}
+  Remover(const Context& ctx, const TreeReader& tree, const BatchLog& log) : m_ctx(ctx), m_tree(tree), m_log(log) {}
 
-  // Locks, compares, deletes and commits; fills batch.fate, batch.deleted and batch.t_delete. Runs on the
-  // source connection only (on the worker thread in the pipelined loop).
+  // Locks, compares, deletes, records the decision (archive: the move to deleting, on ctx.marks) and commits
+  // the source; fills batch.fate, batch.deleted and batch.t_delete. Source connection and ctx.marks only (it
+  // runs on the worker thread in the pipelined loop).
   void remove(Batch& batch) const;
 
 private:
-  // The rule of DESIGN.md §5: which roots of `batch` must stay in the source, given the locked tree `now`.
-  void judge(Batch& batch, const Batch& now) const;
+  // Which roots of `batch` must stay in the source, given the locked tree `now` and, per locked root row,
+  // whether it still matches `where`. A root may go only if, under the locks, it still matches `where`, every
+  // row copied for it is there unchanged under it, and no row was added to its tree.
+  void judge(Batch& batch, const Batch& now, const std::vector<bool>& matches) const;
+  void compare_table(Batch& batch, const Batch& now, size_t t) const;
   void delete_rows(Batch& batch, const Batch& now) const;
 
   const Context& m_ctx;
   const TreeReader& m_tree;
+  const BatchLog& m_log;
 };
 
 }  // namespace goarchive::pipeline

@@ -22,7 +22,7 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
     keys.push_back(std::move(key));
   }
   if (!keys.empty()) last = keys.back();
-  std::set<std::string> skip;
+  std::set<std::string> skip = m_ctx.skip_roots;  // open conflicts: left alone until a person decides
   if (skip_copied && !keys.empty()) {
     std::vector<std::string> hashes;
     for (const auto& k : keys) hashes.push_back(tracking::encode_key(k).hash);
@@ -33,7 +33,7 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
   tb.rows.set_columns(root.columns);
   for (size_t r = 0; r < rows.rows(); ++r) {
     tracking::RootKey rk = tracking::encode_key(keys[r]);
-    if (skip.count(rk.hash)) continue;  // copied before by this job (copy-only)
+    if (skip.count(rk.hash)) continue;  // copied before by this job (copy-only), or in conflict
     int owner = static_cast<int>(batch.roots.size());
     batch.add_root(std::move(keys[r]));
     append_row(tb.rows, rows, r);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/rows.h"
 #include "util/fault.h"
 #include "util/strings.h"
 
@@ -114,7 +115,13 @@ void Stages::prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pe
 // still matches `where`.
 void Stages::write_end(Batch& batch) {
   m_log.end(batch);
-  if (m_ctx.mode == Mode::archive) m_writer.remove_tree_copies(batch, batch.roots_with(RootFate::changed));
+  if (m_ctx.mode == Mode::archive) {
+    std::vector<int> stayed = batch.roots_with(RootFate::changed);
+    std::vector<int> withdrawn = batch.roots_with(RootFate::withdrawn);
+    stayed.insert(stayed.end(), withdrawn.begin(), withdrawn.end());
+    m_writer.remove_copied_rows(batch, stayed);
+    m_log.record_conflicts(batch);
+  }
   if (m_ctx.mode == Mode::copy_only) m_log.mark_copied(batch);
 }
 
@@ -142,6 +149,8 @@ void Stages::finish_all(std::vector<std::unique_ptr<Batch>>& batches) {
 
 void Stages::account(Batch& batch) {
   size_t changed = batch.count(RootFate::changed);
+  size_t withdrawn = batch.count(RootFate::withdrawn);
+  size_t conflicts = batch.count(RootFate::conflict);
   for (size_t t = 0; t < batch.deleted.size(); ++t) m_ctx.stats.tables[t].deleted += batch.deleted[t];
   m_ctx.stats.t_delete += batch.t_delete;
   if (changed) {
@@ -150,23 +159,52 @@ void Stages::account(Batch& batch) {
                  "and their archived copy was removed (e.g. {}); the next run archives their current version",
                  batch.no, changed, join(batch.reasons, "; "));
   }
-  m_ctx.stats.roots_done += batch.roots.size() - changed;
+  if (withdrawn) {
+    m_ctx.stats.roots_withdrawn += withdrawn;
+    spdlog::warn("batch {}: {} root(s) no longer matched `where` under the delete's lock and were left in the source "
+                 "(e.g. {})",
+                 batch.no, withdrawn, join(batch.reasons, "; "));
+  }
+  for (int r : batch.roots_with(RootFate::conflict)) {
+    std::string name = name_key(m_ctx.root(), batch.root_keys[static_cast<size_t>(r)]);
+    spdlog::error("batch {}: root {} differs between the source and its archived copy after a crash at the delete's "
+                  "commit; both versions are kept (a conflict)",
+                  batch.no, name);
+    if (m_ctx.stats.conflicts.size() < 20) m_ctx.stats.conflicts.push_back(name);
+  }
+  m_ctx.stats.roots_conflict += conflicts;
+  m_ctx.stats.roots_done += batch.count(RootFate::moved);
   ++m_ctx.stats.batches;
   m_ctx.stats.roots += batch.roots.size();
   m_ctx.hooks.progress(m_ctx.stats, "batch done");
   fault::point("after_batch");
 }
 
-void Stages::process(Batch& batch) {
-  if (!batch.loaded) {
-    auto t0 = std::chrono::steady_clock::now();
-    m_reader.read_known(batch);
-    batch.t_read = since(t0);
+void Stages::read_archived_copy(Batch& batch) const {
+  batch.tables.assign(m_ctx.tables.size(), TableRows{});
+  batch.fate.assign(batch.roots.size(), RootFate::moved);
+  m_tree.read_roots(m_ctx.dst, Side::destination, batch, Read::plain);
+  m_tree.read_children(m_ctx.dst, Side::destination, batch, Read::plain);
+  // The roots the interrupted delete recorded as kept were never deleted by it: the source holds them.
+  std::set<std::string> kept;
+  for (const auto& enc : m_ctx.registry.stayed(m_ctx.dst, batch.id)) kept.insert(enc);
+  for (size_t i = 0; i < batch.roots.size(); ++i) {
+    if (kept.count(batch.roots[i].encoded)) batch.leave(i, RootFate::changed, "left in the source by the interrupted delete");
   }
+  batch.loaded = batch.prebuilt = true;
+}
+
+void Stages::process(Batch& batch) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (batch.unproven) {
+    read_archived_copy(batch);
+  } else if (!batch.loaded) {
+    m_reader.read_known(batch);
+  }
+  batch.t_read = since(t0);
   std::vector<Batch*> none;
-  prepare(batch, none);
+  if (!batch.unproven) prepare(batch, none);
   if (m_ctx.deletes()) {
-    mark_deleting(batch);
     m_ctx.hooks.gate("delete");
     spdlog::info("batch {} delete phase start", batch.no);
     m_ctx.hooks.progress(m_ctx.stats, "deleting");

@@ -13,14 +13,15 @@
 #include "pipeline/destination_writer.h"
 #include "pipeline/remover.h"
 #include "pipeline/source_reader.h"
+#include "pipeline/tree_reader.h"
 
 namespace goarchive::pipeline {
 
 class Stages {
 public:
-  Stages(Context& ctx, const SourceReader& reader, DestinationWriter& writer, const Remover& remover,
-         const BatchLog& log)
-      : m_ctx(ctx), m_reader(reader), m_writer(writer), m_remover(remover), m_log(log) {}
+  Stages(Context& ctx, const TreeReader& tree, const SourceReader& reader, DestinationWriter& writer,
+         const Remover& remover, const BatchLog& log)
+      : m_ctx(ctx), m_tree(tree), m_reader(reader), m_writer(writer), m_remover(remover), m_log(log) {}
 
   // Reads the registry state the stages depend on (copy-only marks of this job). Call once per run.
   void start();
@@ -32,14 +33,13 @@ public:
   void prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pending, const std::function<void()>& settle);
   // Digests and statements of a batch, built ahead of its copy (safe on the source worker: reads the batch only).
   void prebuild(Batch& batch) const { m_writer.prebuild(batch); }
-  // archive: records the batch as deleting before its source delete.
-  void mark_deleting(Batch& batch) const { m_log.mark_deleting(batch); }
   // The source side of a batch (source connection only).
   void remove(Batch& batch) const { m_remover.remove(batch); }
   // Records the end of batches in one destination transaction of their own.
   void finish(std::vector<Batch*>& batches);
   void finish_all(std::vector<std::unique_ptr<Batch>>& batches);
-  // A batch through every stage, one after another (recovery).
+  // A batch through every stage, one after another (recovery). A batch found deleting is not copied again:
+  // its archived copy is read back and the delete compares the source with it (Batch::unproven).
   void process(Batch& batch);
 
 private:
@@ -49,8 +49,11 @@ private:
   void replace_earlier_copies(Batch& batch);
   // Counts a batch whose end is committed.
   void account(Batch& batch);
+  // Reads what the destination holds for the batch's roots into the batch, as what was copied.
+  void read_archived_copy(Batch& batch) const;
 
   Context& m_ctx;
+  const TreeReader& m_tree;
   const SourceReader& m_reader;
   DestinationWriter& m_writer;
   const Remover& m_remover;

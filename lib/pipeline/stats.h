@@ -14,6 +14,8 @@ struct Stats {
   std::vector<TableStats> tables;  // by node index
   unsigned long long batches = 0, roots = 0, roots_done = 0, roots_changed = 0, recovered = 0, retries = 0;
   unsigned long long roots_conflict = 0;  // kept on both sides: no proof the archived version may be replaced
+  unsigned long long roots_withdrawn = 0;  // left in the source: no longer matched `where` under the delete's lock
+  std::vector<std::string> conflicts;     // the conflicting roots, named by their key columns
   double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0;
   double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
 };

@@ -427,6 +427,7 @@ unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_
     for (size_t i = 0; i < ids.rows(); ++i) list += (i ? "," : "") + ids.cell(i, 0);
     db::Transaction tx(conn);
     conn.execute(fmt::format("DELETE FROM {} WHERE batch_id IN ({})", table("batch_keys"), list));
+    conn.execute(fmt::format("DELETE FROM {} WHERE batch_id IN ({})", table("batch_stayed"), list));
     total += conn.execute(fmt::format("DELETE FROM {} WHERE id IN ({}) AND state = 'done'", table("batches"), list));
     tx.commit();
     if (ids.rows() < 1000) break;

@@ -105,6 +105,14 @@ public:
                                   const std::vector<std::string>& hashes, const std::string& state) const;
   unsigned long long count_marked(db::Connection& conn, unsigned long long job_id, const std::string& state) const;
   void unmark(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes) const;
+  // The roots a batch's delete left in the source (batch_stayed), written with its move to deleting.
+  void record_stayed(db::Connection& conn, unsigned long long batch_id, const std::vector<RootKey>& keys) const;
+  std::vector<std::string> stayed(db::Connection& conn, unsigned long long batch_id) const;  // encoded keys
+  // Conflicts (DESIGN.md §5): roots kept on both sides until a person removes one version.
+  void add_conflicts(db::Connection& conn, unsigned long long job_id, unsigned long long batch_id,
+                     const std::vector<RootKey>& keys) const;
+  std::vector<std::string> conflicts(db::Connection& conn, unsigned long long job_id) const;  // encoded keys
+  void resolve_conflicts(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes) const;
   // Unfinished batches of a job, in id order after `after_id`.
   std::vector<BatchRow> unfinished_batches(db::Connection& conn, unsigned long long job_id,
                                            unsigned long long after_id, size_t limit) const;

@@ -361,8 +361,10 @@ class ModesTest(unittest.TestCase):
         finally:
             conn.close()
         out, err = proc.communicate(timeout=60)
-        self.assertEqual(proc.returncode, 1, out + err)
+        # A normal outcome on a busy table (exit 0 with a warning): the next run archives the current version.
+        self.assertEqual(proc.returncode, 0, out + err)
         self.assertIn("changed in the source after they were copied and were left in the source", err + out)
+        self.assertIn("were left there for the next run", out)
         src_g = sc.rows("source", "g")
         self.assertEqual(src_g[(13,)][2], "CHANGED")
         self.assertIn((3,), sc.rows("source", "p"), "the changed root was deleted")
@@ -413,7 +415,7 @@ class ModesTest(unittest.TestCase):
         finally:
             conn.close()
         out, err = proc.communicate(timeout=60)
-        self.assertEqual(proc.returncode, 1, out + err)
+        self.assertEqual(proc.returncode, 0, out + err)
         self.assertIn("changed in the source after they were copied and were left in the source", err)
         self.assertIn("was added", err)
         self.assertIn((3,), sc.rows("source", "p"))

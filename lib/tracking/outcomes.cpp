@@ -1,0 +1,54 @@
+// Registry: what a batch's delete decided (batch_stayed) and the conflicts that wait for a person
+// (tracking_schema/002_fates_and_conflicts.sql). Plain writes and reads; the callers own the transactions.
+#include <fmt/format.h>
+
+#include "plan/sql.h"
+#include "tracking/registry.h"
+
+namespace goarchive::tracking {
+
+void Registry::record_stayed(db::Connection& conn, unsigned long long batch_id, const std::vector<RootKey>& keys) const {
+  if (keys.empty()) return;
+  // A duplicate key is an answer: a retried move to deleting records the same decision again.
+  conn.execute(fmt::format("INSERT INTO {} (batch_id, root_keys) VALUES ({}, {}) ON DUPLICATE KEY UPDATE "
+                           "root_keys = VALUES(root_keys)",
+                           table("batch_stayed"), batch_id, sql::hex_literal(pack_keys(keys))));
+}
+
+std::vector<std::string> Registry::stayed(db::Connection& conn, unsigned long long batch_id) const {
+  auto blob = conn.scalar(fmt::format("SELECT root_keys FROM {} WHERE batch_id = {}", table("batch_stayed"), batch_id));
+  if (!blob) return {};
+  return unpack_keys(*blob);
+}
+
+void Registry::add_conflicts(db::Connection& conn, unsigned long long job_id, unsigned long long batch_id,
+                             const std::vector<RootKey>& keys) const {
+  if (keys.empty()) return;
+  std::string values;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    values += fmt::format("{}({},{},{},{})", i ? "," : "", job_id, sql::hex_literal(keys[i].hash),
+                          sql::hex_literal(keys[i].encoded), batch_id);
+  }
+  conn.execute(fmt::format("INSERT INTO {} (job_id, root_key_hash, root_key, batch_id) VALUES {} ON DUPLICATE KEY "
+                           "UPDATE batch_id = VALUES(batch_id)",
+                           table("conflicts"), values));
+}
+
+std::vector<std::string> Registry::conflicts(db::Connection& conn, unsigned long long job_id) const {
+  db::RowSet r = conn.query(
+      fmt::format("SELECT root_key FROM {} WHERE job_id = {} ORDER BY created_at", table("conflicts"), job_id));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+  return out;
+}
+
+void Registry::resolve_conflicts(db::Connection& conn, unsigned long long job_id,
+                                 const std::vector<std::string>& hashes) const {
+  if (hashes.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < hashes.size(); ++i) list += (i ? "," : "") + sql::hex_literal(hashes[i]);
+  conn.execute(fmt::format("DELETE FROM {} WHERE job_id = {} AND root_key_hash IN ({})", table("conflicts"), job_id,
+                           list));
+}
+
+}  // namespace goarchive::tracking
