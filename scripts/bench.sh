@@ -398,7 +398,7 @@ record_phases() {
 
 # median / min / max of space-separated numbers ("" when there are none)
 stat_of() { # which values
-  echo "$2" | tr ' ' '\n' | grep -E '^[0-9.]+$' | sort -g | awk -v w="$1" '{ v[NR] = $1 } END {
+  echo "$2" | tr ' ' '\n' | { grep -E '^[0-9.]+$' || true; } | sort -g | awk -v w="$1" '{ v[NR] = $1 } END {
     if (NR == 0) exit
     if (w == "min") printf "%.2f", v[1]; else if (w == "max") printf "%.2f", v[NR]
     else if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
@@ -544,7 +544,7 @@ done
 
 # -- report -----------------------------------------------------------------------------------------------------
 ratio() { # a / b, or empty when either is missing
-  [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
+  if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'; fi
 }
 for key in "${KEYS[@]}"; do
   SECS[$key]=$(stat_of median "${SECS_ALL[$key]:-}")
