@@ -569,7 +569,8 @@ for key in "${KEYS[@]}"; do
   rps=$(awk -v r="$rows" -v s="$secs" 'BEGIN { if (s > 0) printf "%.0f", r / s }')
   spread="-"
   [ -z "$secs" ] || spread="($(stat_of min "${SECS_ALL[$key]}")-$(stat_of max "${SECS_ALL[$key]}"))"
-  vs=$(ratio "$secs" "${SECS[${GA_FOR[$key]:-}]:-}")
+  ga=${GA_FOR[$key]:-} vs=""
+  [ -z "$ga" ] || vs=$(ratio "$secs" "${SECS[$ga]:-}")
   phases="-"
   if [ -n "${PH_ALL[$key.select]:-}" ] && [ -n "$secs" ]; then
     p_sel=$(stat_of median "${PH_ALL[$key.select]}") p_copy=$(stat_of median "${PH_ALL[$key.copy]}")
