@@ -4,18 +4,24 @@
 # sync_binlog=1, binlog ROW), every run on identical fresh data and verified (row counts and content checksums
 # on both sides against the pristine data).
 #
-#   scripts/bench.sh            full run (1,000,000 events, 200,000 orders, scaling at 250,000 / 1,000,000)
-#   scripts/bench.sh --quick    small sizes, for CI (about two minutes)
+#   scripts/bench.sh            full run (1,000,000 events, 200,000 orders, 100,000 employees, 500,000 rows of
+#                               each key table, scaling at 250,000 / 1,000,000)
+#   scripts/bench.sh --quick    small sizes, for CI (a few minutes)
 #
 # Scenarios: 1 single table (goarchive sha256, pt-archiver fastest and plain), 2 FK tree (goarchive, pt-archiver
 # once per table child-first), 3 the floor (one streamed export, LOAD DATA LOCAL, DELETE in 50,000-id chunks) for
-# both datasets, 4 scaling (goarchive at N and 4N: wall time and peak RSS).
+# the single table and both trees, 4 scaling (goarchive at N and 4N: wall time and peak RSS), 5 the employees tree
+# (composite child keys with DATE columns; pt-archiver per table child-first, children selected by a subquery on
+# employees), 6 a CHAR(36) UUID primary key, 7 a composite (tenant_id, id) root key. Each tool/dataset pair runs
+# BENCH_REPEAT times, alternating, on fresh identical data; the table shows medians and the min-max spread, and for
+# goarchive the median seconds per phase (from the run summary in the registry's runs.summary).
 #
 # Exits 1 when a run fails or its result does not verify; the performance targets are informative only.
 # Environment:
 #   BENCH_DIR=/tmp/goarchive-bench   server data, configs, logs (wiped at start, and at the end unless BENCH_KEEP=1)
 #   BENCH_SOURCE_PORT=24306 BENCH_REPLICA_PORT=24307 BENCH_DEST_PORT=24308
-#   BENCH_EVENTS, BENCH_ORDERS, BENCH_SCALE_N   sizes (defaults by mode, see above)
+#   BENCH_EVENTS, BENCH_ORDERS, BENCH_EMPLOYEES, BENCH_KEY_ROWS, BENCH_SCALE_N   sizes (defaults by mode)
+#   BENCH_REPEAT=3                   runs of every tool/dataset pair (pt-archiver plain runs once)
 #   BENCH_TIMEOUT=seconds            per run (default 3600, quick 300)
 #   BENCH_KEEP=1                     leave the servers running and their data in place
 set -euo pipefail
@@ -39,12 +45,16 @@ done
 
 if ((QUICK)); then
   N_EVENTS=${BENCH_EVENTS:-20000} N_ORDERS=${BENCH_ORDERS:-4000} N_SCALE=${BENCH_SCALE_N:-5000}
+  N_EMPLOYEES=${BENCH_EMPLOYEES:-2000} N_KEY_ROWS=${BENCH_KEY_ROWS:-10000}
   RUN_TIMEOUT=${BENCH_TIMEOUT:-300}
 else
   N_EVENTS=${BENCH_EVENTS:-1000000} N_ORDERS=${BENCH_ORDERS:-200000} N_SCALE=${BENCH_SCALE_N:-250000}
+  N_EMPLOYEES=${BENCH_EMPLOYEES:-100000} N_KEY_ROWS=${BENCH_KEY_ROWS:-500000}
   RUN_TIMEOUT=${BENCH_TIMEOUT:-3600}
 fi
-readonly QUICK N_EVENTS N_ORDERS N_SCALE RUN_TIMEOUT
+REPEAT=${BENCH_REPEAT:-3}
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_REPEAT must be a positive integer" >&2; exit 2; }
+readonly QUICK N_EVENTS N_ORDERS N_EMPLOYEES N_KEY_ROWS N_SCALE RUN_TIMEOUT REPEAT
 readonly CHUNK=50000 # ids per DELETE statement of the floor
 readonly BATCH=1000  # goarchive batch_size, pt-archiver --limit
 
@@ -163,7 +173,7 @@ sq destination -e "CREATE DATABASE bench_archive"
 # -- datasets ---------------------------------------------------------------------------------------------------
 # A dataset names its tables (copy order) and, per table, the join and condition that select its archived rows
 # (alias t for the table, o for orders); @DB@ is the database the statement runs against.
-declare -A JOIN COND TABLES MID
+declare -A JOIN COND TABLES MID PTWHERE SCHEMA FKS
 EVENT_COND="t.created_at < '@MID@'"
 
 # Pristine events table bench_pristine.events_ROWS; MID[events_ROWS] = created_at of the first row kept.
@@ -203,7 +213,45 @@ make_shop() {
   expectations "$ds"
 }
 
-pristine_table() { if [ "$1" = shop ]; then echo "$2"; else echo "$1"; fi; }
+make_employees() {
+  local ds=employees t
+  log "generating $N_EMPLOYEES employees and their children"
+  {
+    echo "SET SESSION sql_log_bin = 0; USE bench_pristine; SET @employees = $N_EMPLOYEES;"
+    cat bench/employees_schema.sql bench/employees_departments.sql bench/employees_data.sql
+    echo "ANALYZE TABLE employees, salaries, titles, dept_emp, dept_manager, departments;"
+  } | sq source >/dev/null
+  MID[$ds]=$(sq source -e "SELECT hire_date FROM bench_pristine.employees WHERE emp_no = $((10000 + N_EMPLOYEES / 2 + 1))")
+  TABLES[$ds]="employees salaries titles dept_emp dept_manager"
+  SCHEMA[$ds]=bench/employees_schema.sql FKS[$ds]=bench/employees_fks.sql
+  JOIN[$ds.employees]="" COND[$ds.employees]="t.hire_date < '${MID[$ds]}'"
+  for t in salaries titles dept_emp dept_manager; do
+    JOIN[$ds.$t]="JOIN @DB@.employees o ON o.emp_no = t.emp_no" COND[$ds.$t]="o.hire_date < '${MID[$ds]}'"
+    # As pt-archiver users write it: the children of the archived employees by a subquery.
+    PTWHERE[$ds.$t]="emp_no IN (SELECT o.emp_no FROM bench.employees o WHERE ${COND[$ds.$t]})"
+  done
+  expectations "$ds"
+}
+
+# The single tables with a UUID key (uuid_items) and a composite root key (tenant_items): datasets uuid, tenant.
+make_keys() {
+  local ds t
+  log "generating $N_KEY_ROWS rows of uuid_items and of tenant_items"
+  {
+    echo "SET SESSION sql_log_bin = 0; USE bench_pristine; SET @rows = $N_KEY_ROWS;"
+    cat bench/keys_schema.sql bench/keys_data.sql
+    echo "ANALYZE TABLE uuid_items, tenant_items;"
+  } | sq source >/dev/null
+  for ds in uuid tenant; do
+    t=${ds}_items
+    MID[$ds]=$(sq source -e "SELECT created_at FROM bench_pristine.$t ORDER BY created_at LIMIT 1 OFFSET $((N_KEY_ROWS / 2))")
+    TABLES[$ds]=$t SCHEMA[$ds]=bench/keys_schema.sql
+    JOIN[$ds.$t]="" COND[$ds.$t]="t.created_at < '${MID[$ds]}'"
+    expectations "$ds"
+  done
+}
+
+pristine_table() { case $1 in events_*) echo "$1" ;; *) echo "$2" ;; esac; }
 join_for() { local j=${JOIN[$1.$2]}; echo "${j//@DB@/$3}"; }
 
 # Content checksum of a row: count and the sum of a 60-bit slice of MD5 over every column (NULL-safe),
@@ -242,37 +290,29 @@ expectations() {
 }
 
 # Fresh working copies: the source tables from the pristine data, empty destination tables, no registry.
+readonly ALL_TABLES="shipment_items, shipments, payments, order_items, orders, events, salaries, titles, dept_emp,
+  dept_manager, employees, departments, uuid_items, tenant_items"
 reset_dataset() {
-  local ds=$1 t
-  if [ "$ds" = shop ]; then
-    {
-      echo "SET SESSION sql_log_bin = 0, SESSION foreign_key_checks = 0; USE bench;"
-      echo "DROP TABLE IF EXISTS shipment_items, shipments, payments, order_items, orders;"
-      cat bench/shop_schema.sql
-      for t in ${TABLES[$ds]}; do echo "INSERT INTO $t SELECT * FROM bench_pristine.$t;"; done
-      cat bench/shop_fks.sql
-      echo "ANALYZE TABLE ${TABLES[$ds]// /, };"
-    } | sq source >/dev/null
-    {
-      echo "SET SESSION sql_log_bin = 0; USE bench_archive;"
-      echo "DROP TABLE IF EXISTS events, shipment_items, shipments, payments, order_items, orders;"
-      cat bench/shop_schema.sql
-      echo "DROP DATABASE IF EXISTS goarchive_bench;"
-    } | sq destination >/dev/null
-  else
-    {
-      echo "SET SESSION sql_log_bin = 0, SESSION foreign_key_checks = 0; USE bench;"
-      echo "DROP TABLE IF EXISTS shipment_items, shipments, payments, order_items, orders, events;"
-      cat bench/events.sql
-      echo "INSERT INTO events SELECT * FROM bench_pristine.$ds; ANALYZE TABLE events;"
-    } | sq source >/dev/null
-    {
-      echo "SET SESSION sql_log_bin = 0; USE bench_archive;"
-      echo "DROP TABLE IF EXISTS events, shipment_items, shipments, payments, order_items, orders;"
-      cat bench/events.sql
-      echo "DROP DATABASE IF EXISTS goarchive_bench;"
-    } | sq destination >/dev/null
-  fi
+  local ds=$1 t schema=${SCHEMA[$1]:-}
+  case $ds in shop) schema=bench/shop_schema.sql ;; events_*) schema=bench/events.sql ;; esac
+  {
+    echo "SET SESSION sql_log_bin = 0, SESSION foreign_key_checks = 0; USE bench;"
+    echo "DROP TABLE IF EXISTS $ALL_TABLES;"
+    cat "$schema"
+    if [ "$ds" = employees ]; then
+      cat bench/employees_departments.sql
+      echo "INSERT INTO departments SELECT * FROM bench_pristine.departments;"
+    fi
+    for t in ${TABLES[$ds]}; do echo "INSERT INTO $t SELECT * FROM bench_pristine.\`$(pristine_table "$ds" "$t")\`;"; done
+    case $ds in shop) cat bench/shop_fks.sql ;; *) [ -z "${FKS[$ds]:-}" ] || cat "${FKS[$ds]}" ;; esac
+    echo "ANALYZE TABLE ${TABLES[$ds]// /, };"
+  } | sq source >/dev/null
+  {
+    echo "SET SESSION sql_log_bin = 0; USE bench_archive;"
+    echo "DROP TABLE IF EXISTS $ALL_TABLES;"
+    cat "$schema"
+    echo "DROP DATABASE IF EXISTS goarchive_bench;"
+  } | sq destination >/dev/null
   settle
 }
 
@@ -318,13 +358,18 @@ verify() {
 
 # -- the runs ---------------------------------------------------------------------------------------------------
 now() { date +%s.%N; }
-# Result rows: key|scenario|tool|rows|seconds|rss_mb|status
-RESULTS=()
-declare -A SECS RSS
+# Per result key: its scenario|tool|dataset, the seconds and peak RSS of every verified run (space-separated), the
+# goarchive phase seconds per run, and the first failure.
+KEYS=()
+declare -A META SECS_ALL RSS_ALL PH_ALL STATUS SECS RSS
 
-# record KEY SCENARIO TOOL DS SECONDS RSS_MB RC LOGFILE: verifies and appends a result row.
+# record KEY SCENARIO TOOL DS SECONDS RSS_MB RC LOGFILE: verifies and records one run.
 record() {
   local key=$1 scenario=$2 tool=$3 ds=$4 secs=$5 rss=$6 rc=$7 logf=$8 status=ok
+  if [ -z "${META[$key]:-}" ]; then
+    KEYS+=("$key")
+    META[$key]="$scenario|$tool|$ds"
+  fi
   if ((rc != 0)); then
     status="FAILED (exit $rc)"
     log "$tool failed with exit $rc; tail of $logf:"
@@ -332,13 +377,31 @@ record() {
   fi
   verify "$ds" "$tool" || status="VERIFY FAILED"
   if [ "$status" = ok ]; then
-    SECS[$key]=$secs
-    RSS[$key]=$rss
+    SECS_ALL[$key]+=" $secs"
+    RSS_ALL[$key]+=" $rss"
     log "$tool: ${ARCH_ROWS[$ds]} rows in ${secs}s"
   else
+    STATUS[$key]=${STATUS[$key]:-$status}
     FAILED=1
   fi
-  RESULTS+=("$key|$scenario|$tool|${ARCH_ROWS[$ds]}|$secs|$rss|$status")
+}
+
+# The phase seconds of the last goarchive run (runs.summary): select copy verify delete, appended for KEY.
+record_phases() {
+  local key=$1 p
+  p=$(sq destination -e "SELECT summary FROM goarchive_bench.runs ORDER BY id DESC LIMIT 1" 2>/dev/null |
+    jq -r '.phase_seconds | "\(.select) \(.copy) \(.verify) \(.delete)"' 2>/dev/null) || p=""
+  read -r a b c d <<<"$p"
+  PH_ALL[$key.select]+=" ${a:-}" PH_ALL[$key.copy]+=" ${b:-}" PH_ALL[$key.verify]+=" ${c:-}"
+  PH_ALL[$key.delete]+=" ${d:-}"
+}
+
+# median / min / max of space-separated numbers ("" when there are none)
+stat_of() { # which values
+  echo "$2" | tr ' ' '\n' | { grep -E '^[0-9.]+$' || true; } | sort -g | awk -v w="$1" '{ v[NR] = $1 } END {
+    if (NR == 0) exit
+    if (w == "min") printf "%.2f", v[1]; else if (w == "max") printf "%.2f", v[NR]
+    else if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # goarchive archive on DS with its config template; peak RSS from /usr/bin/time -v.
@@ -354,6 +417,7 @@ run_goarchive() {
   t1=$(now)
   rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$WORK/$key.time" 2>/dev/null || true)
   record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" "${rss:--}" "$rc" "$logf"
+  record_phases "$key"
 }
 first_table() { echo "${TABLES[$1]%% *}"; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
@@ -369,7 +433,9 @@ pt_archiver() {
   local ds=$1 t=$2 mode=$3 where
   local j
   j=$(join_for "$ds" "$t" bench)
-  if [ -z "$j" ]; then
+  if [ -n "${PTWHERE[$ds.$t]:-}" ]; then
+    where=${PTWHERE[$ds.$t]}
+  elif [ -z "$j" ]; then
     where=${COND[$ds.$t]//t./}
   elif [ "$t" = shipment_items ]; then
     where="shipment_id IN (SELECT s.id FROM bench.shipments s JOIN bench.orders o ON o.id = s.order_id WHERE ${COND[$ds.$t]})"
@@ -401,7 +467,7 @@ run_pt() {
 # client's escaping is LOAD DATA's; nullable columns travel with an IS NULL flag because --batch prints NULL as
 # the word NULL), LOAD DATA LOCAL INFILE on the destination, then DELETE child-first in CHUNK-id ranges.
 floor_moves() {
-  local ds=$1 t c sel load set j min max lo
+  local ds=$1 t c sel load set j min max lo key
   for t in ${TABLES[$ds]}; do
     sel="" load="" set=""
     for c in ${COLS[$ds.$t]}; do
@@ -425,8 +491,9 @@ floor_moves() {
                                    END { print lo + 0, hi + 0 }' "$WORK/floor.$t.tsv")
     ((max > 0)) || continue
     j=$(join_for "$ds" "$t" bench)
+    key=${COLS[$ds.$t]%% *} # the first column: an integer id or emp_no in every floor dataset
     for ((lo = min; lo <= max; lo += CHUNK)); do
-      echo "DELETE t FROM bench.\`$t\` t $j WHERE t.id BETWEEN $lo AND $((lo + CHUNK - 1)) AND ${COND[$ds.$t]};"
+      echo "DELETE t FROM bench.\`$t\` t $j WHERE t.\`$key\` BETWEEN $lo AND $((lo + CHUNK - 1)) AND ${COND[$ds.$t]};"
     done | app source -D bench || return
   done
   rm -f "$WORK"/floor.*.tsv
@@ -445,49 +512,74 @@ run_floor() {
 # -- scenarios --------------------------------------------------------------------------------------------------
 EV=events_$N_EVENTS
 make_events "$N_EVENTS"
-S1="1 single table"
-run_goarchive ga1 "$S1" "goarchive archive (sha256)" "$EV" events.toml bench_events
-run_pt pt1fast "$S1" "pt-archiver fastest (bulk)" "$EV" fast
-run_pt pt1plain "$S1" "pt-archiver plain" "$EV" plain
-
 make_shop
-S2="2 FK tree (5 tables)"
-run_goarchive ga2 "$S2" "goarchive archive (sha256)" shop shop.toml bench_orders
-run_pt pt2 "$S2" "pt-archiver x5 child-first (bulk)" shop fast
-
-run_floor floor1 "3 floor: events" "export + LOAD DATA + DELETE" "$EV"
-run_floor floor2 "3 floor: FK tree" "export + LOAD DATA + DELETE" shop
-
+make_employees
+make_keys
 make_events "$N_SCALE"
 make_events "$((4 * N_SCALE))"
-run_goarchive scaleN "4 scaling N=$N_SCALE" "goarchive archive (sha256)" "events_$N_SCALE" events.toml bench_events
-run_goarchive scale4N "4 scaling 4N=$((4 * N_SCALE))" "goarchive archive (sha256)" "events_$((4 * N_SCALE))" \
-  events.toml bench_events
+S1="1 single table" S2="2 FK tree (5 tables)" S5="5 employees tree (5)" S6="6 UUID CHAR(36) key" S7="7 composite root key"
+GA="goarchive archive (sha256)"
+# The result a pt-archiver or floor row is compared with.
+declare -A GA_FOR=([pt1fast]=ga1 [pt1plain]=ga1 [floor1]=ga1 [pt2]=ga2 [floor2]=ga2 [pt5]=ga5 [floor5]=ga5
+  [pt6]=ga6 [pt7]=ga7)
+for ((rep = 1; rep <= REPEAT; rep++)); do
+  log "== round $rep of $REPEAT"
+  run_goarchive ga1 "$S1" "$GA" "$EV" events.toml bench_events
+  run_pt pt1fast "$S1" "pt-archiver fastest (bulk)" "$EV" fast
+  ((rep > 1)) || run_pt pt1plain "$S1" "pt-archiver plain" "$EV" plain
+  run_floor floor1 "3 floor: events" "export + LOAD DATA + DELETE" "$EV"
+  run_goarchive ga2 "$S2" "$GA" shop shop.toml bench_orders
+  run_pt pt2 "$S2" "pt-archiver x5 child-first (bulk)" shop fast
+  run_floor floor2 "3 floor: FK tree" "export + LOAD DATA + DELETE" shop
+  run_goarchive ga5 "$S5" "$GA" employees employees.toml bench_employees
+  run_pt pt5 "$S5" "pt-archiver x5 child-first (bulk)" employees fast
+  run_floor floor5 "3 floor: employees tree" "export + LOAD DATA + DELETE" employees
+  run_goarchive ga6 "$S6" "$GA" uuid uuid_items.toml bench_uuid_items
+  run_pt pt6 "$S6" "pt-archiver fastest (bulk)" uuid fast
+  run_goarchive ga7 "$S7" "$GA" tenant tenant_items.toml bench_tenant_items
+  run_pt pt7 "$S7" "pt-archiver fastest (bulk)" tenant fast
+  run_goarchive scaleN "4 scaling N=$N_SCALE" "$GA" "events_$N_SCALE" events.toml bench_events
+  run_goarchive scale4N "4 scaling 4N=$((4 * N_SCALE))" "$GA" "events_$((4 * N_SCALE))" events.toml bench_events
+done
 
 # -- report -----------------------------------------------------------------------------------------------------
 ratio() { # a / b, or empty when either is missing
-  [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'
+  if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'; fi
 }
-ga_of() { case $1 in 1*) echo ga1 ;; 2*) echo ga2 ;; "3 floor: events") echo ga1 ;; "3 floor: FK tree") echo ga2 ;; esac; }
+for key in "${KEYS[@]}"; do
+  SECS[$key]=$(stat_of median "${SECS_ALL[$key]:-}")
+  RSS[$key]=$(stat_of median "${RSS_ALL[$key]:-}")
+done
 
 echo
 echo "goarchive benchmark ($([ "$QUICK" = 1 ] && echo quick || echo full) mode), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs,"
 echo "MariaDB $(sq source -e 'SELECT VERSION()'), innodb_flush_log_at_trx_commit=1, sync_binlog=1, binlog ROW;"
 echo "goarchive $("$BIN" version 2>/dev/null | head -n 1), batch_size $BATCH; pt-archiver $(pt-archiver --version | awk '{print $2}') --limit $BATCH --commit-each."
-echo "'vs goarchive' = this run's seconds / goarchive's seconds on the same data (> 1: goarchive is faster)."
+echo "Medians of $REPEAT runs (pt-archiver plain: 1), spread min-max; 'vs goarchive' = median seconds / goarchive's"
+echo "median seconds on the same data (> 1: goarchive is faster). Phases: goarchive's median seconds selecting roots"
+echo "and children, copying, verifying, deleting, and the rest (registry, locks, connecting)."
 echo
-fmt='%-24s %-34s %9s %9s %10s %12s %8s  %s\n'
-printf -- "$fmt" scenario "tool / mode" rows seconds rows/s "vs goarchive" "RSS MB" result
-printf -- "$fmt" "------------------------" "----------------------------------" "---------" "---------" "----------" \
-  "------------" "--------" "------"
-for row in "${RESULTS[@]}"; do
-  IFS='|' read -r key scenario tool rows secs rss status <<<"$row"
+fmt='%-24s %-34s %8s %8s %-13s %9s %7s %7s  %-30s %s\n'
+printf -- "$fmt" scenario "tool / mode" rows seconds "(min-max)" rows/s "vs ga" "RSS MB" "phases sel/copy/verify/del/other" result
+printf -- "$fmt" "------------------------" "----------------------------------" "--------" "--------" "-------------" \
+  "---------" "-------" "-------" "------------------------------" "------"
+for key in "${KEYS[@]}"; do
+  IFS='|' read -r scenario tool ds <<<"${META[$key]}"
+  secs=${SECS[$key]} status=${STATUS[$key]:-ok} rows=${ARCH_ROWS[$ds]}
   rps=$(awk -v r="$rows" -v s="$secs" 'BEGIN { if (s > 0) printf "%.0f", r / s }')
-  vs="-"
-  if [ "$status" = ok ]; then
-    case $key in scale*) vs="" ;; *) vs=$(ratio "$secs" "${SECS[$(ga_of "$scenario")]:-}") ;; esac
+  spread="-"
+  [ -z "$secs" ] || spread="($(stat_of min "${SECS_ALL[$key]}")-$(stat_of max "${SECS_ALL[$key]}"))"
+  ga=${GA_FOR[$key]:-} vs=""
+  [ -z "$ga" ] || vs=$(ratio "$secs" "${SECS[$ga]:-}")
+  phases="-"
+  if [ -n "${PH_ALL[$key.select]:-}" ] && [ -n "$secs" ]; then
+    p_sel=$(stat_of median "${PH_ALL[$key.select]}") p_copy=$(stat_of median "${PH_ALL[$key.copy]}")
+    p_ver=$(stat_of median "${PH_ALL[$key.verify]}") p_del=$(stat_of median "${PH_ALL[$key.delete]}")
+    phases=$(awk -v t="$secs" -v a="$p_sel" -v b="$p_copy" -v c="$p_ver" -v d="$p_del" \
+      'BEGIN { o = t - a - b - c - d; printf "%.2f/%.2f/%.2f/%.2f/%.2f", a, b, c, d, (o > 0 ? o : 0) }')
   fi
-  printf -- "$fmt" "$scenario" "$tool" "$rows" "$secs" "$rps" "${vs:--}" "$rss" "$status"
+  printf -- "$fmt" "$scenario" "$tool" "$rows" "${secs:--}" "$spread" "${rps:--}" "${vs:--}" "${RSS[$key]:--}" \
+    "$phases" "$status"
 done
 
 echo
@@ -504,14 +596,19 @@ check() { # description value comparison(awk expr on v) target-text
   fi
   printf '  %-5s %-62s %8s  (target %s)\n' "$verdict" "$desc" "$v" "$target"
 }
-check "single table: goarchive rows/s / pt-archiver fastest" "$(ratio "${SECS[pt1fast]:-}" "${SECS[ga1]:-}")" \
-  "v >= 2" ">= 2"
-check "single table: goarchive rows/s / pt-archiver plain" "$(ratio "${SECS[pt1plain]:-}" "${SECS[ga1]:-}")" \
+check "single table: goarchive speed / pt-archiver bulk" "$(ratio "${SECS[pt1fast]:-}" "${SECS[ga1]:-}")" "v >= 2" ">= 2"
+check "single table: goarchive speed / pt-archiver plain" "$(ratio "${SECS[pt1plain]:-}" "${SECS[ga1]:-}")" \
   "v >= 10" ">= 10"
-check "FK tree: goarchive rows/s / pt-archiver per-table sequence" "$(ratio "${SECS[pt2]:-}" "${SECS[ga2]:-}")" \
+check "UUID key: goarchive speed / pt-archiver bulk" "$(ratio "${SECS[pt6]:-}" "${SECS[ga6]:-}")" "v >= 2" ">= 2"
+check "composite root key: goarchive speed / pt-archiver bulk" "$(ratio "${SECS[pt7]:-}" "${SECS[ga7]:-}")" \
+  "v >= 2" ">= 2"
+check "shop tree: goarchive speed / pt-archiver per-table bulk" "$(ratio "${SECS[pt2]:-}" "${SECS[ga2]:-}")" \
   "v >= 3" ">= 3"
+check "employees tree: goarchive speed / pt-archiver per-table bulk" "$(ratio "${SECS[pt5]:-}" "${SECS[ga5]:-}")" \
+  "v >= 2" ">= 2"
 check "single table: goarchive time / floor time" "$(ratio "${SECS[ga1]:-}" "${SECS[floor1]:-}")" "v <= 1.5" "<= 1.5"
-check "FK tree: goarchive time / floor time" "$(ratio "${SECS[ga2]:-}" "${SECS[floor2]:-}")" "v <= 1.5" "<= 1.5"
+check "shop tree: goarchive time / floor time" "$(ratio "${SECS[ga2]:-}" "${SECS[floor2]:-}")" "v <= 1.5" "<= 1.5"
+check "employees tree: goarchive time / floor time" "$(ratio "${SECS[ga5]:-}" "${SECS[floor5]:-}")" "v <= 1.5" "<= 1.5"
 check "memory: peak RSS(4N) / RSS(N)" "$(ratio "${RSS[scale4N]:-}" "${RSS[scaleN]:-}")" "v <= 1.10" "<= 1.10"
 check "memory: peak RSS(4N) in MB" "${RSS[scale4N]:-}" "v < 200" "< 200"
 check "linear cost: time(4N) / time(N)" "$(ratio "${SECS[scale4N]:-}" "${SECS[scaleN]:-}")" "v <= 4.4" "<= 4.4"

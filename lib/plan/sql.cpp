@@ -1,5 +1,6 @@
 #include "plan/sql.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -85,34 +86,95 @@ std::string keyset_after(const std::vector<std::string>& columns, const KeyLiter
   return "(" + out + close + ")";
 }
 
-std::string key_in(const std::vector<std::string>& columns, const std::vector<KeyLiterals>& keys,
-                   const std::string& alias) {
-  if (keys.empty()) return "FALSE";
-  std::string prefix = alias.empty() ? "" : alias + ".";
-  std::string out;
-  if (columns.size() == 1) {
-    out.reserve(keys.size() * 8 + 16);
-    out += prefix + ident(columns[0]) + " IN (";
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (i) out += ',';
-      out += keys[i][0];
-    }
-    out += ')';
-    return out;
-  }
-  std::vector<std::string> quoted;
-  for (const auto& c : columns) quoted.push_back(prefix + ident(c));
+namespace {
+
+// The most scalar values one IN list may hold. MariaDB (10.3 and later) rewrites an IN list of
+// in_predicate_conversion_threshold (default 1000) or more values, when they all have the column's type (a
+// VARCHAR key, X'..' with integers), into a semi-join over a table value constructor: the key is then read from a
+// temporary table instead of as index ranges, and the plan is the optimizer's to choose (measured on 10.11: 2002
+// Handler_read_rnd_next for 1000 keys of a (VARCHAR, VARCHAR) key). Lists of 999 values stay range reads.
+constexpr size_t k_in_list_values = 999;
+
+// `(a = x AND b = y)`: one key of several columns.
+void append_equalities(std::string& out, const std::vector<std::string>& columns, const KeyLiterals& key) {
   out += '(';
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (i) out += " OR ";
+  for (size_t j = 0; j < columns.size(); ++j) {
+    if (j) out += " AND ";
+    out += columns[j] + " = " + key[j];
+  }
+  out += ')';
+}
+
+// One IN list over keys [begin, end): `a IN (..)` or `(a, b) IN ((..),(..))`. A single key of several columns is
+// written as equalities: MariaDB 10.11 turns `(a, b) IN ((x, y))` into `(a, b) = (x, y)`, which a single-table
+// DELETE does not range-optimize (EXPLAIN type ALL: a full scan that locks every row it reads).
+void append_list(std::string& out, const std::vector<std::string>& columns, const std::vector<KeyLiterals>& keys,
+                 size_t begin, size_t end) {
+  if (columns.size() > 1 && end - begin == 1) {
+    append_equalities(out, columns, keys[begin]);
+    return;
+  }
+  if (columns.size() == 1) {
+    out += columns[0] + " IN (";
+  } else {
+    out += '(';
+    for (size_t j = 0; j < columns.size(); ++j) out += (j ? ", " : "") + columns[j];
+    out += ") IN (";
+  }
+  for (size_t i = begin; i < end; ++i) {
+    if (i != begin) out += ',';
+    if (columns.size() == 1) {
+      out += keys[i][0];
+      continue;
+    }
     out += '(';
     for (size_t j = 0; j < columns.size(); ++j) {
-      if (j) out += " AND ";
-      out += quoted[j] + " = " + keys[i][j];
+      if (j) out += ',';
+      out += keys[i][j];
     }
     out += ')';
   }
   out += ')';
+}
+
+}  // namespace
+
+// Composite keys are matched with row constructors, `(a, b) IN ((x, y), ..)`: MariaDB 10.11 and MySQL 8.0 turn them
+// into one index range per key, like the OR of ANDs, but parse and match them much faster. Measured on MariaDB
+// 10.11 for 1000 keys of (INT, DATE), a loaded 2-core machine, median of 5: SELECT 8.4 ms (OR of ANDs 47.7 ms,
+// grouped by leading column 47.5 ms), SELECT .. FOR UPDATE 9.5 ms (32.1), DELETE 6.7 ms (44.3); every form read
+// 1000 index entries and no row outside the index (Handler_read_rnd_next 0). Long lists are split into several IN
+// lists of at most k_in_list_values values, OR-ed, and of near-equal length, so that no part is a single key
+// (see append_list).
+std::string key_in(const std::vector<std::string>& columns, const std::vector<KeyLiterals>& keys,
+                   const std::string& alias) {
+  if (keys.empty()) return "FALSE";
+  if (columns.empty()) throw std::invalid_argument("key_in: a key needs at least one column");
+  for (const auto& k : keys) {
+    if (k.size() != columns.size()) throw std::invalid_argument("key_in: one value per key column is needed");
+  }
+  std::string prefix = alias.empty() ? "" : alias + ".";
+  std::vector<std::string> quoted;
+  for (const auto& c : columns) quoted.push_back(prefix + ident(c));
+  size_t per_list = std::max<size_t>(1, k_in_list_values / columns.size());
+  size_t lists = (keys.size() + per_list - 1) / per_list;
+  size_t base = keys.size() / lists, longer = keys.size() % lists;
+  size_t bytes = 16 + quoted.size() * 16;
+  for (const auto& k : keys) {
+    for (const auto& v : k) bytes += v.size() + 1;
+    bytes += 3;
+  }
+  std::string out;
+  out.reserve(bytes);
+  if (lists > 1) out += '(';
+  size_t begin = 0;
+  for (size_t l = 0; l < lists; ++l) {
+    size_t end = begin + base + (l < longer ? 1 : 0);
+    if (l) out += " OR ";
+    append_list(out, quoted, keys, begin, end);
+    begin = end;
+  }
+  if (lists > 1) out += ')';
   return out;
 }
 

@@ -27,8 +27,10 @@ using KeyLiterals = std::vector<std::string>;
 
 // `(a, b) > (x, y)` expanded to `a > x OR (a = x AND b > y)` so every server uses the index range.
 std::string keyset_after(const std::vector<std::string>& columns, const KeyLiterals& last);
-// Membership of many keys: `a IN (..)` for one column, `(a = x AND b = y) OR ...` for several.
-// With `alias`, each column is written as alias.`column`.
+// Membership of many keys: `a IN (..)` for one column, `(a, b) IN ((x, y), ..)` for several (one key:
+// `(a = x AND b = y)`), split into OR-ed lists of at most 999 values. The same text for every statement kind
+// (SELECT, SELECT .. FOR UPDATE, DELETE, child lookups by foreign key): each is an index range read on MariaDB 10.11
+// and MySQL 8.0. With `alias`, each column is written as alias.`column`. Throws when a key has the wrong arity.
 std::string key_in(const std::vector<std::string>& columns, const std::vector<KeyLiterals>& keys,
                    const std::string& alias = "");
 
