@@ -401,8 +401,6 @@ class SafetyLiveTest(unittest.TestCase):
         app(sc, "UPDATE p SET v = 'NEW' WHERE id = 3")
         latest = sc.snapshot(TABLES)
         r = sc.job("archive", cfg)
-        if os.environ.get("GA_LIVE_DEBUG"):
-            print(f"\nconflict rerun: {r!r}", file=sys.stderr)
         self.assertEqual(r.rc, 1, r)
         self.assertRegex(r.out + r.err, r"p \(id\) = \(3\)")
         self.assertIn("conflict", r.out + r.err)
@@ -452,8 +450,6 @@ class SafetyLiveTest(unittest.TestCase):
         for _ in range(2):
             r = sc.job("archive", cfg)
             outcomes.append(r)
-            if os.environ.get("GA_LIVE_DEBUG"):
-                print(f"\nkey reuse rerun: {r!r}", file=sys.stderr)
             self.assertIn(r.rc, (0, 1), r)
             if r.rc == 1:
                 self.assertRegex(r.out + r.err, r"conflict|already in the destination with different content")
