@@ -49,9 +49,12 @@ void BatchLog::record_conflicts(const Batch& batch) const {
 }
 
 void BatchLog::mark_copied(const Batch& batch) const {
-  std::vector<std::string> hashes;
-  for (const auto& r : batch.roots) hashes.push_back(r.hash);
-  m_ctx.registry.mark_roots(m_ctx.dst, m_ctx.job_id, hashes, "copied");
+  std::vector<std::string> hashes, keys;
+  for (const auto& r : batch.roots) {
+    hashes.push_back(r.hash);
+    keys.push_back(r.encoded);
+  }
+  m_ctx.registry.mark_roots(m_ctx.dst, m_ctx.job_id, hashes, "copied", &keys);
 }
 
 }  // namespace goarchive::pipeline

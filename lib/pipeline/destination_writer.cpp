@@ -105,8 +105,9 @@ void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vecto
     if (!same_row(existing, it->second, tb.rows, r)) {
       throw Error(fmt::format(
           "the row {} is already in the destination with different content; goarchive never overwrites an "
-          "archived row. Compare the two rows, then remove the stale copy from the destination or exclude the "
-          "row with `where`; nothing of this batch was committed",
+          "archived row, and nothing of this batch was committed. Compare the two rows: if the archived one is a "
+          "stale copy, remove the stale copy from the destination; if the application reused the key of an "
+          "archived row, exclude the new row with `where`",
           name_row(m, tb.rows, r)));
     }
     ++m_ctx.stats.tables[t].skipped_existing;

@@ -26,12 +26,15 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
                          std::move(scope), std::move(hooks))),
       m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_log(m_ctx), m_remover(m_ctx, m_tree, m_log),
       m_stages(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log), m_recovery(m_ctx, m_log, m_stages),
+      m_sweep(m_ctx, m_tree, m_writer),
       m_loop(m_ctx, m_reader, m_stages) {}
 
 bool Engine::run() {
   m_stages.start();
   m_recovery.review_conflicts(m_tree);
   if (!m_recovery.run(m_batch_no)) return false;
+  if (!m_sweep.run()) return false;
+  m_stages.start();  // the sweep may have forgotten marks
   return m_loop.run(m_batch_no);
 }
 

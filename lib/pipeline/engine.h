@@ -9,6 +9,7 @@
 #include "pipeline/batch.h"
 #include "pipeline/batch_log.h"
 #include "pipeline/context.h"
+#include "pipeline/copy_sweep.h"
 #include "pipeline/destination_writer.h"
 #include "pipeline/loop.h"
 #include "pipeline/recovery.h"
@@ -50,6 +51,7 @@ private:
   Remover m_remover;
   Stages m_stages;
   Recovery m_recovery;
+  CopySweep m_sweep;
   Loop m_loop;
   unsigned m_batch_no = 0;
 };

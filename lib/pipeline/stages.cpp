@@ -171,6 +171,8 @@ void Stages::account(Batch& batch) {
                   "commit; both versions are kept (a conflict)",
                   batch.no, name);
     if (m_ctx.stats.conflicts.size() < 20) m_ctx.stats.conflicts.push_back(name);
+    // No later batch of this run may take it (conflicts arise in recovery, before the source worker starts).
+    m_ctx.skip_roots.insert(batch.roots[static_cast<size_t>(r)].hash);
   }
   m_ctx.stats.roots_conflict += conflicts;
   m_ctx.stats.roots_done += batch.count(RootFate::moved);

@@ -21,6 +21,17 @@ std::vector<std::string> Registry::stayed(db::Connection& conn, unsigned long lo
   return unpack_keys(*blob);
 }
 
+std::vector<RootKey> Registry::marked_keys(db::Connection& conn, unsigned long long job_id, const std::string& state,
+                                           const std::string& after_hash, size_t limit) const {
+  db::RowSet r = conn.query(fmt::format(
+      "SELECT root_key_hash, root_key FROM {} WHERE job_id = {} AND state = {} AND root_key IS NOT NULL AND "
+      "root_key_hash > {} ORDER BY root_key_hash LIMIT {}",
+      table("root_marks"), job_id, sql::quote(state), after_hash.empty() ? "''" : sql::hex_literal(after_hash), limit));
+  std::vector<RootKey> out;
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(RootKey{r.cell(i, 1), r.cell(i, 0)});
+  return out;
+}
+
 void Registry::add_conflicts(db::Connection& conn, unsigned long long job_id, unsigned long long batch_id,
                              const std::vector<RootKey>& keys) const {
   if (keys.empty()) return;

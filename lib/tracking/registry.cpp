@@ -350,16 +350,17 @@ unsigned Registry::transition(db::Connection& conn, unsigned long long batch_id,
 }
 
 void Registry::mark_roots(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes,
-                          const std::string& state) const {
+                          const std::string& state, const std::vector<std::string>* keys) const {
   if (hashes.empty()) return;
   std::string values;
   for (size_t i = 0; i < hashes.size(); ++i) {
     if (i) values += ',';
-    values += fmt::format("({},{},{})", job_id, sql::hex_literal(hashes[i]), sql::quote(state));
+    values += fmt::format("({},{},{},{})", job_id, sql::hex_literal(hashes[i]), sql::quote(state),
+                          keys ? sql::hex_literal((*keys)[i]) : std::string("NULL"));
   }
   // A duplicate key is an answer: the root already has a mark, which now says `state`.
-  conn.execute(fmt::format("INSERT INTO {} (job_id, root_key_hash, state) VALUES {} ON DUPLICATE KEY UPDATE "
-                           "state = VALUES(state), updated_at = NOW(6)",
+  conn.execute(fmt::format("INSERT INTO {} (job_id, root_key_hash, state, root_key) VALUES {} ON DUPLICATE KEY "
+                           "UPDATE state = VALUES(state), root_key = VALUES(root_key), updated_at = NOW(6)",
                            table("root_marks"), values));
 }
 

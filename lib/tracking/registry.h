@@ -100,11 +100,14 @@ public:
                       const std::string& to, unsigned version, unsigned changed = 0) const;
   // Per-root marks ('changed', 'copied'): set, read back for a set of roots, count, remove.
   void mark_roots(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes,
-                  const std::string& state) const;
+                  const std::string& state, const std::vector<std::string>* keys = nullptr) const;
   std::vector<std::string> marked(db::Connection& conn, unsigned long long job_id,
                                   const std::vector<std::string>& hashes, const std::string& state) const;
   unsigned long long count_marked(db::Connection& conn, unsigned long long job_id, const std::string& state) const;
   void unmark(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes) const;
+  // copy-only's marks with their keys (written by mark_roots with `keys`), paged by hash.
+  std::vector<RootKey> marked_keys(db::Connection& conn, unsigned long long job_id, const std::string& state,
+                                   const std::string& after_hash, size_t limit) const;
   // The roots a batch's delete left in the source (batch_stayed), written with its move to deleting.
   void record_stayed(db::Connection& conn, unsigned long long batch_id, const std::vector<RootKey>& keys) const;
   std::vector<std::string> stayed(db::Connection& conn, unsigned long long batch_id) const;  // encoded keys
