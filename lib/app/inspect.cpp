@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
-#include "app/json.h"
+#include "util/json.h"
 #include "app/preflight.h"
 #include "app/session.h"
 #include "plan/sql.h"
@@ -429,7 +429,7 @@ int discover(const config::Config& cfg, const std::string& root_table) {
   std::set<std::string> in_tree{root_table};
   std::string out = fmt::format("# relations of the tree under {}.{} (from the source's foreign keys)\n"
                                 "[jobs.archive_{}]\nroot_table = {}\nwhere = \"<condition on {}>\"\n",
-                                cfg.source.database, root_table, root_table, app::json_quote(root_table), root_table);
+                                cfg.source.database, root_table, root_table, json_quote(root_table), root_table);
   std::vector<std::string> notes;
   for (size_t i = 0; i < tree.size(); ++i) {
     for (const auto& fk : fks) {
@@ -445,13 +445,13 @@ int discover(const config::Config& cfg, const std::string& root_table) {
       }
       in_tree.insert(fk.table);
       tree.push_back(fk.table);
-      std::string cols = fk.columns.size() == 1 ? app::json_quote(fk.columns[0]) : [&] {
+      std::string cols = fk.columns.size() == 1 ? json_quote(fk.columns[0]) : [&] {
         std::string l = "[";
-        for (size_t k = 0; k < fk.columns.size(); ++k) l += (k ? ", " : "") + app::json_quote(fk.columns[k]);
+        for (size_t k = 0; k < fk.columns.size(); ++k) l += (k ? ", " : "") + json_quote(fk.columns[k]);
         return l + "]";
       }();
-      out += fmt::format("\n[[jobs.archive_{}.relations]]\ntable = {}\n", root_table, app::json_quote(fk.table));
-      if (fk.ref_table != root_table) out += fmt::format("parent = {}\n", app::json_quote(fk.ref_table));
+      out += fmt::format("\n[[jobs.archive_{}.relations]]\ntable = {}\n", root_table, json_quote(fk.table));
+      if (fk.ref_table != root_table) out += fmt::format("parent = {}\n", json_quote(fk.ref_table));
       out += fmt::format("foreign_key = {}\n", cols);
     }
   }

@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
-#include "app/json.h"
+#include "util/json.h"
 #include "app/logging.h"
 #include "report/summary.h"
 #include "config/config.h"
@@ -46,7 +46,7 @@ config::Config load(const Globals& g, const config::Overrides& extra = {}) {
 void report_error(const std::string& message, int exit_code) {
   if (report::progress_line_drawn().exchange(false)) std::cerr << "\r\033[K";
   if (app::log_is_json()) {
-    std::cerr << R"({"schema_version":1,"level":"error","msg":)" << app::json_quote("goarchive: " + message)
+    std::cerr << R"({"schema_version":1,"level":"error","msg":)" << json_quote("goarchive: " + message)
               << R"(,"exit_code":)" << exit_code << "}\n";
   } else {
     std::cerr << "goarchive: " << message << "\n";

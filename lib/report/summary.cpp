@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "app/json.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace goarchive::report {
@@ -66,7 +66,7 @@ std::string statistics_text(const RunInfo& info, const pipeline::Stats& s) {
 }
 
 std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
-  using app::Json;
+  using goarchive::Json;
   Json j = Json::object();
   j.set("schema_version", Json(1));
   j.set("job", Json(info.job));
@@ -105,7 +105,7 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
 }
 
 std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double finished_unix_time, bool success) {
-  std::string job = app::json_quote(info.job);
+  std::string job = json_quote(info.job);
   std::string out;
   auto header = [&](const char* name, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
@@ -113,7 +113,7 @@ std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double f
   auto per_table = [&](const char* name, const char* help, auto value) {
     header(name, help);
     for (const auto& t : s.tables) {
-      out += fmt::format("{}{{job={},table={}}} {}\n", name, job, app::json_quote(t.table), value(t));
+      out += fmt::format("{}{{job={},table={}}} {}\n", name, job, json_quote(t.table), value(t));
     }
   };
   auto one = [&](const char* name, const char* help, const std::string& value) {
