@@ -107,7 +107,13 @@ void Registry::create(db::Connection& conn) const {
         auto nl = stmt.find('\n');
         stmt = nl == std::string::npos ? "" : trim(stmt.substr(nl + 1));
       }
-      if (!stmt.empty()) conn.execute(stmt);
+      try {
+        if (!stmt.empty()) conn.execute(stmt);
+      } catch (const db::DbError& e) {
+        // A run that died inside a migration left part of it applied: an existing column, index or table is
+        // an answer (DDL commits on its own, so the migration is re-applied statement by statement).
+        if (e.code() != 1060 && e.code() != 1061 && e.code() != 1050) throw;
+      }
       if (end == std::string::npos) break;
       start = end + 2;
     }
