@@ -24,9 +24,10 @@ std::vector<std::string> Registry::stayed(db::Connection& conn, unsigned long lo
 std::vector<RootKey> Registry::marked_keys(db::Connection& conn, unsigned long long job_id, const std::string& state,
                                            const std::string& after_hash, size_t limit) const {
   db::RowSet r = conn.query(fmt::format(
-      "SELECT root_key_hash, root_key FROM {} WHERE job_id = {} AND state = {} AND root_key IS NOT NULL AND "
-      "root_key_hash > {} ORDER BY root_key_hash LIMIT {}",
-      table("root_marks"), job_id, sql::quote(state), after_hash.empty() ? "''" : sql::hex_literal(after_hash), limit));
+      "SELECT m.root_key_hash, k.root_key FROM {} m JOIN {} k ON k.job_id = m.job_id AND k.root_key_hash = "
+      "m.root_key_hash WHERE m.job_id = {} AND m.state = {} AND m.root_key_hash > {} ORDER BY m.root_key_hash LIMIT {}",
+      table("root_marks"), table("root_mark_keys"), job_id, sql::quote(state),
+      after_hash.empty() ? "''" : sql::hex_literal(after_hash), limit));
   std::vector<RootKey> out;
   for (size_t i = 0; i < r.rows(); ++i) out.push_back(RootKey{r.cell(i, 1), r.cell(i, 0)});
   return out;
