@@ -111,18 +111,18 @@ class ProgressTotalTest(unittest.TestCase):
     ROWS = 3000
 
     def scenario(self, tag, where):
-        """3000 rows, a third of them with grp = 0; grp has no index. Slowed: batches of 50, 0.05 s apart."""
+        """3000 rows, a third of them with grp = 0; grp has no index. Slowed: batches of 50, 0.2 s apart."""
         sc = Scenario(self, tag)
         sc.both("CREATE TABLE t (id INT PRIMARY KEY, grp INT NOT NULL, pad VARCHAR(40) NOT NULL) ENGINE=InnoDB")
         values = ",".join(f"({i},{i % 3},'row {i}')" for i in range(1, self.ROWS + 1))
         sc.src(f"INSERT INTO t VALUES {values}")
         sc.src("ANALYZE TABLE t")
         before = sc.snapshot(["t"])
-        cfg = sc.config({"j": {"root_table": "t", "where": where}}, processing={"batch_size": 50, "sleep": 0.05})
+        cfg = sc.config({"j": {"root_table": "t", "where": where}}, processing={"batch_size": 50, "sleep": 0.2})
         return sc, cfg, before
 
     def run_archive(self, sc, cfg):
-        r = sc.run(*args("archive", cfg, "--progress-interval", "0.2"))
+        r = sc.run(*args("archive", cfg, "--progress-interval", "1"))  # its smallest value
         self.assertEqual(r.rc, 0, r)
         lines = parse_progress(self, r.err)
         self.assertGreaterEqual(len(lines), 3, f"a slowed run shows several progress lines:\n{r.err}")
@@ -276,7 +276,7 @@ class JobsConflictsTest(unittest.TestCase):
         self.assertEqual((doc["open_conflicts"], doc["conflicts"]), (0, []), doc)
         r = sc.run("jobs", "-c", cfg)
         self.assertRegex(r.out, r"^JOB +COMMAND +SOURCE +STATUS +HEARTBEAT +UNFINISHED +CONFLICTS +LAST RUN\n")
-        self.assertRegex(r.out, r"\nj +archive +\S+ +idle +.* 0 +0  #1 finished exit 0: finished\n")
+        self.assertRegex(r.out, r"\nj +archive +\S+ +finished +.* 0 +0  #1 finished exit 0: finished\n")
         self.assertNotIn("  conflicts", r.out)
         ids = [row[0] for row in gatest.sql("destination", f"SELECT id FROM {gatest.quote_ident(sc.dst_db)}.orders "
                                                            "ORDER BY id LIMIT 7")]
@@ -285,7 +285,7 @@ class JobsConflictsTest(unittest.TestCase):
             time.sleep(0.01)  # created_at orders them
         r = sc.run("jobs", "-c", cfg)
         self.assertEqual(r.rc, 0, r)
-        self.assertRegex(r.out, r"\nj +archive +\S+ +idle +.* 0 +7  #1 finished")
+        self.assertRegex(r.out, r"\nj +archive +\S+ +finished +.* 0 +7  #1 finished")
         shown = "; ".join(f"orders (id) = ({i})" for i in ids[:5])
         self.assertIn(f"\n  conflicts (7 open, each waits for a person to delete one version): {shown}; and 2 more\n",
                       r.out)
