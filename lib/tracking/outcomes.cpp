@@ -63,4 +63,21 @@ void Registry::resolve_conflicts(db::Connection& conn, unsigned long long job_id
                            list));
 }
 
+std::map<unsigned long long, unsigned long long> Registry::conflict_counts(db::Connection& conn) const {
+  db::RowSet r = conn.query(fmt::format("SELECT job_id, COUNT(*) FROM {} GROUP BY job_id", table("conflicts")));
+  std::map<unsigned long long, unsigned long long> out;
+  for (size_t i = 0; i < r.rows(); ++i) out[std::stoull(r.cell(i, 0))] = std::stoull(r.cell(i, 1));
+  return out;
+}
+
+std::vector<std::string> Registry::conflict_keys(db::Connection& conn, unsigned long long job_id,
+                                                size_t limit) const {
+  db::RowSet r = conn.query(fmt::format("SELECT root_key FROM {} WHERE job_id = {} ORDER BY created_at, root_key_hash "
+                                        "LIMIT {}",
+                                        table("conflicts"), job_id, limit));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+  return out;
+}
+
 }  // namespace goarchive::tracking
