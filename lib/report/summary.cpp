@@ -47,8 +47,10 @@ std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
     total += std::max(t.copied, t.deleted);
   }
   double rate = info.seconds > 0 ? static_cast<double>(total) / info.seconds : 0;
-  out += fmt::format("  batches {}, roots {} (done {}, changed and left in source {}, recovered {}), retries {}\n",
-                     s.batches, s.roots, s.roots_done, s.roots_changed, s.recovered, s.retries);
+  out += fmt::format("  batches {}, roots {} (done {}, changed and left in source {}, no longer matching where {}, "
+                     "in conflict {}, recovered {}), retries {}\n",
+                     s.batches, s.roots, s.roots_done, s.roots_changed, s.roots_withdrawn, s.roots_conflict,
+                     s.recovered, s.retries);
   out += fmt::format("  time: select {}, copy {}, verify {}, delete {}, held {}, throttled {}; {:.0f} rows/s\n",
                      format_duration(s.t_select), format_duration(s.t_copy), format_duration(s.t_verify),
                      format_duration(s.t_delete), format_duration(s.t_held), format_duration(info.t_throttled), rate);
@@ -105,6 +107,8 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
   j.set("roots", Json(s.roots));
   j.set("roots_done", Json(s.roots_done));
   j.set("roots_changed", Json(s.roots_changed));
+  j.set("roots_withdrawn", Json(s.roots_withdrawn));
+  j.set("roots_conflict", Json(s.roots_conflict));
   j.set("recovered", Json(s.recovered));
   j.set("retries", Json(s.retries));
   Json t = Json::object();
@@ -144,6 +148,12 @@ std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double f
   one("goarchive_last_run_roots_changed",
       "Root rows the last run left in the source because they changed after their copy.",
       std::to_string(s.roots_changed));
+  one("goarchive_last_run_roots_withdrawn",
+      "Root rows the last run left in the source because they no longer matched where under the delete's lock.",
+      std::to_string(s.roots_withdrawn));
+  one("goarchive_last_run_roots_conflict",
+      "Root rows in conflict after the last run: both versions kept until a person removes one.",
+      std::to_string(s.roots_conflict));
   one("goarchive_last_run_retries", "Statements the last run retried.", std::to_string(s.retries));
   one("goarchive_last_run_held_seconds", "Seconds the last run held for replication lag.",
       fmt::format("{:.3f}", s.t_held));
