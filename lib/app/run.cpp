@@ -335,8 +335,8 @@ private:
     if (m_stats.roots_conflict > shown.size()) {
       keys += fmt::format(" and {} more (goarchive jobs lists them)", m_stats.roots_conflict - shown.size());
     }
-    return fmt::format("{} root(s) are in conflict: the source and the archive hold different versions after a crash "
-                       "at the delete's commit, and nothing proves which one is current, so both are kept: {}. "
+    return fmt::format("{} root(s) are in conflict: the source and the archive hold different versions of their rows "
+                       "and nothing proves which one is current, so both are kept: {}. "
                        "Compare the two versions, delete the wrong one (from the archive or from the source); the "
                        "next run sees a single version and clears the conflict",
                        m_stats.roots_conflict, keys);

@@ -72,6 +72,20 @@ bool same_tree(const Batch& a, const Batch& b, int root) {
   return true;
 }
 
+void Batch::remove_root(size_t r) {
+  std::vector<bool> drop(roots.size(), false);
+  drop[r] = true;
+  drop_rows_of(drop);
+  for (auto& tb : tables) {
+    for (auto& owner : tb.root) {
+      if (owner > static_cast<int>(r)) --owner;
+    }
+  }
+  root_keys.erase(root_keys.begin() + static_cast<long>(r));
+  roots.erase(roots.begin() + static_cast<long>(r));
+  if (r < fate.size()) fate.erase(fate.begin() + static_cast<long>(r));
+}
+
 void Batch::add_root(std::vector<std::string> key) {
   roots.push_back(tracking::encode_key(key));
   root_keys.push_back(std::move(key));

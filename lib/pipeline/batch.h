@@ -76,6 +76,8 @@ struct Batch {
   void drop_rows_of(const std::vector<bool>& drop);
   // Adds a root by its key values.
   void add_root(std::vector<std::string> key);
+  // Removes root `r` and every row it owns; later roots move down by one.
+  void remove_root(size_t r);
 };
 
 // True when root `root` has the same rows, byte for byte, in both batches (which hold the same roots).

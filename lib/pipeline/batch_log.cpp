@@ -9,6 +9,7 @@ namespace goarchive::pipeline {
 
 void BatchLog::claim(Batch& batch) const {
   if (batch.recovery) return;  // a recovered batch keeps its row and claims; it was adopted before it started
+  if (batch.roots.empty()) return;  // every root of it became a conflict: nothing to log
   std::string state = m_ctx.mode == Mode::purge ? "deleting" : "copied";
   // The batch's root keys travel as one hex literal: it must fit the destination's max_allowed_packet.
   size_t bytes = 1024;
@@ -25,6 +26,7 @@ void BatchLog::claim(Batch& batch) const {
 }
 
 void BatchLog::end(Batch& batch) const {
+  if (batch.id == 0) return;
   auto stayed = static_cast<unsigned>(batch.count(RootFate::changed) + batch.count(RootFate::withdrawn) +
                                       batch.count(RootFate::conflict));
   batch.next_version =
@@ -33,6 +35,7 @@ void BatchLog::end(Batch& batch) const {
 
 void BatchLog::mark_deleting(Batch& batch, db::Connection& conn) const {
   if (m_ctx.mode != Mode::archive) return;  // purge claims its batches as deleting; copy-only never deletes
+  if (batch.id == 0) return;
   // Conflicts are not recorded as kept: a later recovery must compare those roots again, never drop a copy.
   std::vector<tracking::RootKey> kept;
   for (size_t i = 0; i < batch.roots.size(); ++i) {

@@ -3,6 +3,7 @@
 // registry, the owner's hooks and the run's counters. The Engine owns one Context; the parts (reader, writer,
 // remover, batch log, recovery, loop) hold a reference to it and never outlive it.
 #include <functional>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,8 +44,24 @@ struct Context {
   db::Connection* marks = nullptr;
   // Some relation has no foreign key in the database: the delete's locked reads take gap locks.
   bool gap_locks = false;
-  // Hashes of roots no batch may take (open conflicts), set before the first batch.
-  std::set<std::string> skip_roots;
+  // Hashes of roots no batch may take (open conflicts). Written on the main thread, read by the source worker.
+  class RootSet {
+  public:
+    RootSet() = default;
+    RootSet(RootSet&& other) noexcept : m_set(std::move(other.m_set)) {}
+    void insert(const std::string& hash) {
+      std::lock_guard<std::mutex> g(m_mutex);
+      m_set.insert(hash);
+    }
+    std::set<std::string> copy() const {
+      std::lock_guard<std::mutex> g(m_mutex);
+      return m_set;
+    }
+
+  private:
+    mutable std::mutex m_mutex;
+    std::set<std::string> m_set;
+  } skip_roots;
 
   bool deletes() const { return mode != Mode::copy_only; }
   bool copies() const { return mode != Mode::purge; }

@@ -96,6 +96,7 @@ void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vecto
   std::map<std::string, size_t> there;
   for (size_t r = 0; r < existing.rows(); ++r) there[encode_values(existing, r, m.key_idx)] = r;
   std::vector<size_t> missing;
+  bool removed_stale = false;
   for (size_t r : rows) {
     auto it = there.find(tb.key[r]);
     if (it == there.end()) {
@@ -103,21 +104,62 @@ void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vecto
       continue;
     }
     if (!same_row(existing, it->second, tb.rows, r)) {
-      throw Error(fmt::format(
-          "the row {} is already in the destination with different content; goarchive never overwrites an "
-          "archived row, and nothing of this batch was committed. Compare the two rows: if the archived one is a "
-          "stale copy, remove the stale copy from the destination; if the application reused the key of an "
-          "archived row, exclude the new row with `where`",
-          name_row(m, tb.rows, r)));
+      if (remove_stale_copy_of(t, existing, it->second)) {
+        removed_stale = true;
+        missing.push_back(r);  // its stale copy is gone: insert the current version
+        continue;
+      }
+      throw RowConflict(fmt::format("the row {} is already in the destination with different content; goarchive "
+                                    "never overwrites an archived row",
+                                    name_row(m, tb.rows, r)),
+                        tb.root[r]);
     }
     ++m_ctx.stats.tables[t].skipped_existing;
   }
-  if (missing.size() == rows.size()) {
+  if (missing.size() == rows.size() && !removed_stale) {
     throw Error(fmt::format("table {}: INSERT reported a duplicate key but none of its rows is in the destination; "
                             "a unique key other than the primary key conflicts. Check the destination's unique keys",
                             m.node.table));
   }
   if (!missing.empty()) run_inserts(batch, t, build_inserts(batch, t, missing));
+}
+
+std::optional<std::vector<std::string>> DestinationWriter::destination_root_of(size_t t, const db::RowSet& rows,
+                                                                              size_t r) const {
+  db::RowSet row = rows;
+  size_t at = r;
+  while (t != 0) {
+    const TableMeta& m = m_ctx.tables[t];
+    const TableMeta& pm = m_ctx.tables[static_cast<size_t>(m.node.parent)];
+    if (any_null(row, at, m.fk_idx)) return std::nullopt;
+    std::string cond;
+    for (size_t k = 0; k < m.fk_idx.size(); ++k) {
+      cond += (k ? " AND " : "") + sql::ident(pm.columns[m.parent_ref_idx[k]]) + " = " +
+              sql::literal(row.get(at, m.fk_idx[k]), m.fk_binary[k]);
+    }
+    row = m_ctx.dst.query(fmt::format("SELECT {} FROM {} WHERE {} LIMIT 1", pm.select_list, pm.destination_name, cond));
+    if (row.rows() == 0) return std::nullopt;
+    at = 0;
+    t = static_cast<size_t>(m.node.parent);
+  }
+  std::vector<std::string> key;
+  for (size_t i : m_ctx.root().key_idx) key.push_back(row.cell(at, i));
+  return key;
+}
+
+bool DestinationWriter::remove_stale_copy_of(size_t t, const db::RowSet& rows, size_t r) {
+  if (m_ctx.mode == Mode::purge) return false;
+  auto root = destination_root_of(t, rows, r);
+  if (!root) return false;
+  tracking::RootKey rk = tracking::encode_key(*root);
+  if (m_ctx.registry.marked(m_ctx.dst, m_ctx.job_id, {rk.hash}, "copied").empty()) return false;
+  Batch stale;
+  stale.add_root(*root);
+  remove_tree_copies(stale, {0});
+  m_ctx.registry.unmark(m_ctx.dst, m_ctx.job_id, {rk.hash});
+  spdlog::info("the copy-only copy of root {} went stale (a row of it now belongs to another root) and was removed",
+               name_key(m_ctx.root(), *root));
+  return true;
 }
 
 void DestinationWriter::copy(Batch& batch) {

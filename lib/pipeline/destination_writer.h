@@ -9,8 +9,20 @@
 #include "pipeline/batch.h"
 #include "pipeline/context.h"
 #include "pipeline/tree_reader.h"
+#include "util/error.h"
 
 namespace goarchive::pipeline {
+
+// A row of the batch is in the destination with other content, and nothing proves the archived version may be
+// replaced: the root that owns the row in this batch must stay in the source, both versions kept (a conflict).
+class RowConflict : public Error {
+public:
+  RowConflict(const std::string& message, int root) : Error(message), m_root(root) {}
+  int root() const { return m_root; }
+
+private:
+  int m_root;
+};
 
 class DestinationWriter {
 public:
@@ -35,6 +47,12 @@ private:
   std::vector<Statement> build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
   void run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements);
   void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
+  // The root key (values) a destination row of table t hangs under, found up its foreign keys; nullopt when a
+  // parent is missing.
+  std::optional<std::vector<std::string>> destination_root_of(size_t t, const db::RowSet& rows, size_t r) const;
+  // A differing row whose destination root is a copy-only copy of this job: that copy is stale (copy-only never
+  // deletes, so the source holds its rows): removes it and its mark. False when the row is not such a copy.
+  bool remove_stale_copy_of(size_t t, const db::RowSet& rows, size_t r);
   size_t delete_by_key(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which);
 
   Context& m_ctx;

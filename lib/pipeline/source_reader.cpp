@@ -22,7 +22,7 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
     keys.push_back(std::move(key));
   }
   if (!keys.empty()) last = keys.back();
-  std::set<std::string> skip = m_ctx.skip_roots;  // open conflicts: left alone until a person decides
+  std::set<std::string> skip = m_ctx.skip_roots.copy();  // open conflicts: left alone until a person decides
   if (skip_copied && !keys.empty()) {
     std::vector<std::string> hashes;
     for (const auto& k : keys) hashes.push_back(tracking::encode_key(k).hash);

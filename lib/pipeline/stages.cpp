@@ -56,26 +56,31 @@ void Stages::prepare(Batch& batch, std::vector<Batch*>& finished) {
   spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
   m_ctx.stats.t_select += batch.t_read;
   if (batch.fate.size() != batch.roots.size()) batch.fate.assign(batch.roots.size(), RootFate::moved);
-  m_writer.prebuild(batch);
   m_ctx.hooks.progress(m_ctx.stats, "copying");
   auto t0 = std::chrono::steady_clock::now();
-  batch.copied.assign(m_ctx.tables.size(), 0);
-  batch.verified.assign(m_ctx.tables.size(), 0);
-  {
-    db::Transaction tx(m_ctx.dst);
-    for (Batch* f : finished) write_end(*f);
-    m_log.claim(batch);
-    if (m_ctx.copies()) {
-      replace_earlier_copies(batch);
-      m_writer.copy(batch);
-      spdlog::info("batch {} verification start: method {}", batch.no,
-                   config::to_string(m_ctx.job.processing.verification));
-      m_writer.verify(batch);
-      fault::point("after_verify");
+  while (true) {
+    m_writer.prebuild(batch);
+    batch.copied.assign(m_ctx.tables.size(), 0);
+    batch.verified.assign(m_ctx.tables.size(), 0);
+    try {
+      db::Transaction tx(m_ctx.dst);
+      for (Batch* f : finished) write_end(*f);
+      m_log.claim(batch);
+      if (m_ctx.copies()) {
+        replace_earlier_copies(batch);
+        m_writer.copy(batch);
+        spdlog::info("batch {} verification start: method {}", batch.no,
+                     config::to_string(m_ctx.job.processing.verification));
+        m_writer.verify(batch);
+        fault::point("after_verify");
+      }
+      fault::point("before_copy_commit");
+      m_ctx.hooks.before_commit();
+      tx.commit();
+      break;
+    } catch (const RowConflict& e) {
+      park_conflict(batch, e);  // the transaction rolled back whole; the batch goes again without that root
     }
-    fault::point("before_copy_commit");
-    m_ctx.hooks.before_commit();
-    tx.commit();
   }
   fault::point("after_copy_commit");
   m_ctx.stats.t_copy += since(t0);
@@ -88,6 +93,25 @@ void Stages::prepare(Batch& batch, std::vector<Batch*>& finished) {
     account(*f);
   }
   finished.clear();
+}
+
+void Stages::park_conflict(Batch& batch, const RowConflict& e) {
+  if (e.root() < 0) throw e;
+  const size_t r = static_cast<size_t>(e.root());
+  std::string name = name_key(m_ctx.root(), batch.root_keys[r]);
+  spdlog::error("batch {}: {}; root {} stays in the source and both versions are kept (a conflict)", batch.no,
+                e.what(), name);
+  {
+    db::Transaction tx(m_ctx.dst);
+    m_ctx.registry.add_conflicts(m_ctx.dst, m_ctx.job_id, batch.id, {batch.roots[r]});
+    m_ctx.hooks.before_commit();
+    tx.commit();
+  }
+  ++m_ctx.stats.roots_conflict;
+  if (m_ctx.stats.conflicts.size() < 20) m_ctx.stats.conflicts.push_back(name);
+  m_ctx.skip_roots.insert(batch.roots[r].hash);
+  batch.remove_root(r);
+  batch.prebuilt = false;
 }
 
 void Stages::prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pending,

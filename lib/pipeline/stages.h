@@ -47,6 +47,8 @@ private:
   void write_end(Batch& batch);
   // Before the copy: replaces copies this job made earlier (recovery, copy-only marks) with current versions.
   void replace_earlier_copies(Batch& batch);
+  // A row of the batch conflicts with its archived version: records the conflict, drops its root from the batch.
+  void park_conflict(Batch& batch, const RowConflict& e);
   // Counts a batch whose end is committed.
   void account(Batch& batch);
   // Reads what the destination holds for the batch's roots into the batch, as what was copied.
