@@ -147,7 +147,7 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   }
   std::cout << fmt::format("dry-run of {} job {}: preflight passed; nothing was written\n\n", to_string(options.mode),
                            job.name);
-  std::cout << "tree:\n" << tree.render() << "\nrows that would move (as of now):\n";
+  std::cout << tree.render_plan() << "\nrows that would move (as of now, along each table's first parent):\n";
   for (const auto& [name, n] : counts) std::cout << fmt::format("  {:<28} {:>12}\n", name, n);
   std::cout << "\nSQL per batch:\n";
   for (const auto& q : engine.sample_sql()) std::cout << q << ";\n";

@@ -134,35 +134,54 @@ private:
       for (const auto& c : m_report.source_tables[i].primary_key) check_key_column(m_report.source_tables[i], c, "primary key");
     }
     for (size_t i = 1; i < m_tree.nodes().size(); ++i) {
-      const auto& n = m_tree.nodes()[i];
-      const auto& t = m_report.source_tables[i];
-      const auto& p = m_report.source_tables[static_cast<size_t>(n.parent)];
-      for (const auto& c : n.foreign_key) {
-        const schema::Column* col = t.column(c);
-        if (!col) fail(fmt::format("relation {}: column {} does not exist in {}; fix foreign_key", n.table, c, name(t)));
-        else if (col->generated) fail(fmt::format("relation {}: foreign key column {} is generated", n.table, c));
-      }
-      std::vector<std::string> refs = n.references.empty() ? p.primary_key : n.references;
-      for (const auto& c : refs) {
-        if (!p.column(c)) fail(fmt::format("relation {}: referenced column {} does not exist in {}; fix references", n.table, c, name(p)));
-        else check_key_column(p, c, "references of relation " + n.table);
-      }
-      for (const auto& c : n.foreign_key) check_key_column(t, c, "foreign_key of relation " + n.table);
-      if (refs.size() != n.foreign_key.size()) {
-        fail(fmt::format("relation {}: foreign_key has {} column(s) but {}'s key has {}; list one column per key "
-                         "column (or set references)",
-                         n.table, n.foreign_key.size(), p.name, refs.size()));
-      }
-      if (!n.references.empty()) {
-        bool unique = std::any_of(p.unique_keys.begin(), p.unique_keys.end(),
-                                  [&](const auto& k) { return same_columns(k, n.references); });
-        if (!unique) {
-          fail(fmt::format("relation {}: references ({}) is not a unique key of {}; a child must point at exactly one "
-                           "parent row",
-                           n.table, join(n.references, ", "), name(p)));
-        }
+      for (const auto& e : m_tree.nodes()[i].edges()) check_relation(i, e);
+    }
+  }
+
+  // One edge of the job's graph: table `i` under parent `e.parent`.
+  void check_relation(size_t i, const plan::Edge& e) {
+    const std::string& table = m_tree.nodes()[i].table;
+    const auto& t = m_report.source_tables[i];
+    const auto& p = m_report.source_tables[static_cast<size_t>(e.parent)];
+    for (const auto& c : e.foreign_key) {
+      const schema::Column* col = t.column(c);
+      if (!col) fail(fmt::format("relation {}: column {} does not exist in {}; fix foreign_key", table, c, name(t)));
+      else if (col->generated) fail(fmt::format("relation {}: foreign key column {} is generated", table, c));
+    }
+    std::vector<std::string> refs = e.references.empty() ? p.primary_key : e.references;
+    for (const auto& c : refs) {
+      if (!p.column(c)) fail(fmt::format("relation {}: referenced column {} does not exist in {}; fix references", table, c, name(p)));
+      else check_key_column(p, c, "references of relation " + table);
+    }
+    for (const auto& c : e.foreign_key) check_key_column(t, c, "foreign_key of relation " + table);
+    if (refs.size() != e.foreign_key.size()) {
+      fail(fmt::format("relation {}: foreign_key has {} column(s) but {}'s key has {}; list one column per key "
+                       "column (or set references)",
+                       table, e.foreign_key.size(), p.name, refs.size()));
+    }
+    if (!e.references.empty()) {
+      bool unique = std::any_of(p.unique_keys.begin(), p.unique_keys.end(),
+                                [&](const auto& k) { return same_columns(k, e.references); });
+      if (!unique) {
+        fail(fmt::format("relation {}: references ({}) is not a unique key of {}; a child must point at exactly one "
+                         "parent row",
+                         table, join(e.references, ", "), name(p)));
       }
     }
+  }
+
+  // `[[jobs.J.relations]] table = "payment" parent = "rental" foreign_key = ["rental_id"]`: the relation that
+  // follows foreign key `fk`, as advice (one form, so that a person or a test can follow it literally).
+  std::string relation_for(const schema::ForeignKey& fk, const schema::TableInfo& parent) const {
+    auto list = [](const std::vector<std::string>& cols) {
+      std::vector<std::string> q;
+      for (const auto& c : cols) q.push_back("\"" + c + "\"");
+      return "[" + join(q, ", ") + "]";
+    };
+    std::string out = fmt::format("[[jobs.{}.relations]] table = \"{}\" parent = \"{}\" foreign_key = {}", m_job.name,
+                                  fk.table, parent.name, list(fk.columns));
+    if (!same_columns(fk.ref_columns, parent.primary_key)) out += " references = " + list(fk.ref_columns);
+    return out;
   }
 
   void check_foreign_keys() {
@@ -176,30 +195,70 @@ private:
       const auto& t = m_report.source_tables[i];
       if (deletes()) {
         for (const auto& fk : t.referenced_by) {
-          if (in_tree.count(key(fk.database, fk.table))) continue;
-          fail(fmt::format("foreign key {} on {}.{} references {} from outside the archive set: deleting {} rows would "
-                           "orphan or cascade-delete {} rows that were never copied; add {} to the tree as a relation "
-                           "or drop the foreign key",
-                           fk.name, fk.database, fk.table, name(t), t.name, fk.table, fk.table));
+          if (!in_tree.count(key(fk.database, fk.table))) check_outside_reference(fk, t);
         }
       }
-      // Every foreign key between two tables of the tree must be an edge of the tree.
+      // Every foreign key between two tables of the job must be an edge of its graph.
       for (const auto& fk : t.references) {
         auto it = in_tree.find(key(fk.ref_database, fk.ref_table));
-        if (it == in_tree.end()) continue;  // an upstream parent outside the tree (e.g. customers): fine
+        if (it == in_tree.end()) continue;  // an upstream parent outside the job (e.g. film_actor -> actor): fine
         const auto& n = m_tree.nodes()[i];
-        bool is_edge = n.parent >= 0 && static_cast<size_t>(n.parent) == it->second && same_columns(fk.columns, n.foreign_key);
-        if (!is_edge) {
-          fail(fmt::format("foreign key {} of {} ({}) references {}.{}, but the tree has no such edge ({}); a row with "
-                           "a second parent inside the tree could be deleted before or after the wrong parent. Make "
-                           "{} a relation under {} with foreign_key = ({}), or leave one of the tables out",
-                           fk.name, name(t), join(fk.columns, ", "), fk.ref_database, fk.ref_table,
-                           n.parent < 0 ? std::string(t.name + " is the root")
-                                        : t.name + "'s parent is " + m_tree.nodes()[static_cast<size_t>(n.parent)].table,
-                           t.name, fk.ref_table, join(fk.columns, ", ")));
+        bool is_edge = false;
+        for (const auto& e : n.edges()) {
+          is_edge = is_edge || (static_cast<size_t>(e.parent) == it->second && same_columns(fk.columns, e.foreign_key));
         }
+        if (!is_edge) check_inner_reference(fk, i, it->second);
       }
     }
+  }
+
+  // A foreign key from a table outside the job into table `t` of it. RESTRICT / NO ACTION: fine, a root whose tree
+  // is still referenced stays in the source (blocked, under the delete's locks). The other rules would change rows
+  // that were never copied.
+  void check_outside_reference(const schema::ForeignKey& fk, const schema::TableInfo& t) {
+    if (fk.restricts()) return;
+    std::string effect = fk.delete_rule == "CASCADE" ? "delete" : fk.delete_rule == "SET NULL" ? "set to NULL the "
+                                                                                                 "foreign key of"
+                                                                                               : "reset to its default "
+                                                                                                 "the foreign key of";
+    std::string advice =
+        ascii_lower(fk.database) == ascii_lower(t.database)
+            ? fmt::format("add {} to the job: {}; or archive {} first", fk.table, relation_for(fk, t), fk.table)
+            : fmt::format("archive {}.{} first (it is in another database, so it cannot join the job)", fk.database,
+                          fk.table);
+    fail(fmt::format("foreign key {} on {}.{} references {} ON DELETE {}: deleting {} rows would {} {} rows that were "
+                     "never copied; {}",
+                     fk.name, fk.database, fk.table, name(t), fk.delete_rule, t.name, effect, fk.table, advice));
+  }
+
+  // A foreign key between two tables of the job that is not an edge of its graph: a further parent (a diamond) when
+  // it keeps the graph acyclic; a self-reference or a cycle cannot be archived in order.
+  void check_inner_reference(const schema::ForeignKey& fk, size_t child, size_t parent) {
+    const auto& t = m_report.source_tables[child];
+    const auto& p = m_report.source_tables[parent];
+    std::string why = "a row's parent may be in another batch or may itself be archived later, so no copy order "
+                      "(parents first) and delete order (children first) holds for every row";
+    if (child == parent) {
+      fail(fmt::format("foreign key {} of {} ({}) references {} itself: goarchive refuses self-references, because {}; "
+                       "it cannot archive {} while the foreign key exists: drop it (ALTER TABLE {} DROP FOREIGN KEY {}) "
+                       "or archive {} another way",
+                       fk.name, name(t), join(fk.columns, ", "), t.name, why, t.name, sql::qualified(t.database, t.name),
+                       sql::ident(fk.name), t.name));
+      return;
+    }
+    if (m_tree.reaches(static_cast<int>(parent), static_cast<int>(child))) {
+      fail(fmt::format("foreign key {} of {} ({}) references {}, which is below {} in the job: the two form a cycle, "
+                       "and goarchive refuses cycles, because {}; it cannot archive these tables while the foreign key "
+                       "exists: drop it (ALTER TABLE {} DROP FOREIGN KEY {}) or archive them another way",
+                       fk.name, name(t), join(fk.columns, ", "), p.name, t.name, why,
+                       sql::qualified(t.database, t.name), sql::ident(fk.name)));
+      return;
+    }
+    fail(fmt::format("foreign key {} of {} ({}) references {}.{}, a table of the job, but the job has no such relation; "
+                     "a row with a second parent inside the job could be deleted before that parent. Declare it as a "
+                     "further parent of {}: {}",
+                     fk.name, name(t), join(fk.columns, ", "), fk.ref_database, fk.ref_table, t.name,
+                     relation_for(fk, p)));
   }
 
   void check_where() {

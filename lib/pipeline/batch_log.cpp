@@ -14,6 +14,7 @@ void BatchLog::claim(Batch& batch) const {
 
 void BatchLog::end(Batch& batch) const {
   auto stayed = static_cast<unsigned>(batch.count(RootFate::changed) + batch.count(RootFate::withdrawn) +
+                                      batch.count(RootFate::blocked) +
                                       batch.count(RootFate::conflict));
   batch.next_version =
       m_ctx.registry.transition(m_ctx.dst, batch.id, {"copied", "deleting"}, "done", batch.version, stayed);
@@ -24,7 +25,10 @@ void BatchLog::mark_deleting(Batch& batch, db::Connection& conn) const {
   // Conflicts are not recorded as kept: a later recovery must compare those roots again, never drop a copy.
   std::vector<tracking::RootKey> kept;
   for (size_t i = 0; i < batch.roots.size(); ++i) {
-    if (batch.fate[i] == RootFate::changed || batch.fate[i] == RootFate::withdrawn) kept.push_back(batch.roots[i]);
+    if (batch.fate[i] == RootFate::changed || batch.fate[i] == RootFate::withdrawn ||
+        batch.fate[i] == RootFate::blocked) {
+      kept.push_back(batch.roots[i]);
+    }
   }
   db::Transaction tx(conn);
   unsigned v = m_ctx.registry.transition(conn, batch.id, {"copied", "deleting"}, "deleting", batch.version);

@@ -34,6 +34,12 @@ std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
   double rate = info.seconds > 0 ? static_cast<double>(total) / info.seconds : 0;
   out += fmt::format("  batches {}, roots {} (done {}, changed and left in source {}, recovered {}), retries {}\n",
                      s.batches, s.roots, s.roots_done, s.roots_changed, s.recovered, s.retries);
+  if (s.roots_blocked > 0) {
+    out += fmt::format("  blocked and left in source {} (a parent staying in the source or a table outside the job "
+                       "still holds their tree):\n",
+                       s.roots_blocked);
+    for (const auto& why : s.blocked) out += "    " + why + "\n";
+  }
   out += fmt::format("  time: select {}, copy {}, verify {}, delete {}, held {}, throttled {}; {:.0f} rows/s\n",
                      format_duration(s.t_select), format_duration(s.t_copy), format_duration(s.t_verify),
                      format_duration(s.t_delete), format_duration(s.t_held), format_duration(info.t_throttled), rate);
@@ -90,6 +96,10 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
   j.set("roots", Json(s.roots));
   j.set("roots_done", Json(s.roots_done));
   j.set("roots_changed", Json(s.roots_changed));
+  j.set("roots_blocked", Json(s.roots_blocked));
+  Json blocked = Json::array();
+  for (const auto& why : s.blocked) blocked.push(Json(why));
+  j.set("blocked", blocked);
   j.set("recovered", Json(s.recovered));
   j.set("retries", Json(s.retries));
   Json t = Json::object();
@@ -129,6 +139,10 @@ std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double f
   one("goarchive_last_run_roots_changed",
       "Root rows the last run left in the source because they changed after their copy.",
       std::to_string(s.roots_changed));
+  one("goarchive_last_run_roots_blocked",
+      "Root rows the last run left in the source because a parent staying there or a table outside the job still "
+      "holds their tree.",
+      std::to_string(s.roots_blocked));
   one("goarchive_last_run_retries", "Statements the last run retried.", std::to_string(s.retries));
   one("goarchive_last_run_held_seconds", "Seconds the last run held for replication lag.",
       fmt::format("{:.3f}", s.t_held));
