@@ -5,12 +5,14 @@ allowed and blocks the roots it still references; CASCADE is refused with advice
 refusal's advice. Every test ends with the data invariant: every row exactly once (source or destination,
 byte-equal), no orphans in the source, none in the archive among the job's tables."""
 
+import json
 import os
 import re
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gatest  # noqa: E402
 from scenario import Scenario  # noqa: E402
 from test_safety_live import Paused  # noqa: E402
 
@@ -156,6 +158,10 @@ class GraphTest(unittest.TestCase):
         before = sc.snapshot(["customer", "rental"])
         r = self.run_ok(sc, cfg)
         self.assertIn("blocked by review.fk_review_rental: 3 rows", r.out + r.err)
+        summary = json.loads(gatest.sql("destination", f"SELECT summary FROM {gatest.quote_ident(sc.job_schema)}.runs "
+                                                       "ORDER BY id DESC LIMIT 1")[0][0])
+        self.assertEqual(summary["roots_blocked"], 1)
+        self.assertIn("customer (customer_id) = (2) stays: blocked by review.fk_review_rental", summary["blocked"][0])
         self.assertEqual(self.where_is(sc, "customer")[1], {(1,), (3,), (4,)})
         self.assertEqual(sc.count("source", "review"), 3)
         sc.assert_invariant(before, DIAMOND_RELATIONS[:1])
