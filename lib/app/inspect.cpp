@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
-#include "app/json.h"
+#include "util/json.h"
 #include "app/preflight.h"
 #include "app/session.h"
 #include "plan/sql.h"
@@ -104,6 +104,53 @@ void require_table(db::Connection& src, const std::string& database, const std::
     msg += fmt::format("; its tables are: {}{}", join(some, ", "), names.size() > some.size() ? ", ..." : "");
   }
   throw ConfigError(msg);
+}
+
+constexpr size_t k_conflicts_shown = 5;
+
+// The root key columns of a job for `jobs`: the config's primary_key, else the archived root table's primary
+// key on the destination (the same as the source's); empty when neither is known.
+std::vector<std::string> root_key_columns(const config::Config& cfg, db::Connection& dst, const std::string& job,
+                                          const std::string& root_table) {
+  auto it = cfg.jobs.find(job);
+  if (it != cfg.jobs.end() && !it->second.primary_key.empty()) return it->second.primary_key;
+  std::vector<std::string> out;
+  try {
+    db::RowSet r = dst.query(fmt::format(
+        "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} "
+        "AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
+        sql::quote(cfg.destination.database), sql::quote(root_table)));
+    for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+  } catch (const db::DbError& e) {
+    spdlog::debug("the primary key of {}.{}: {}", cfg.destination.database, root_table, e.what());
+  }
+  return out;
+}
+
+// A root key as an operator reads it: `orders (id) = (5)`, or `orders root key (5)` when the columns are not
+// known; numbers bare, printable text quoted, anything else as a hex literal.
+std::string name_root_key(const std::string& table, const std::vector<std::string>& columns,
+                          const std::string& encoded) {
+  std::vector<std::string> values;
+  try {
+    values = tracking::decode_key(encoded);
+  } catch (const Error&) {
+    return fmt::format("{} root key {} (undecodable)", table, sql::hex_literal(encoded));
+  }
+  std::vector<std::string> shown;
+  for (const auto& v : values) {
+    bool numeric = !v.empty() && v.size() < 40 && std::all_of(v.begin(), v.end(), [](char c) {
+      return (c >= '0' && c <= '9') || c == '-' || c == '.';
+    });
+    bool printable = std::all_of(v.begin(), v.end(), [](char c) {
+      auto u = static_cast<unsigned char>(c);
+      return u >= 0x20 && u != 0x7f;
+    });
+    shown.push_back(numeric ? v : printable ? sql::quote(v) : sql::hex_literal(v));
+  }
+  std::string prefix = table.empty() ? "" : table + " ";
+  if (columns.size() != values.size()) return fmt::format("{}root key ({})", prefix, join(shown, ", "));
+  return fmt::format("{}({}) = ({})", prefix, join(columns, ", "), join(shown, ", "));
 }
 
 }  // namespace
@@ -264,7 +311,7 @@ int jobs_list(const config::Config& cfg, Format format) {
       "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1), "
       "(SELECT GROUP_CONCAT(t.table_name ORDER BY t.table_name SEPARATOR ',') FROM {1} t WHERE t.job_id = j.id), "
       "IFNULL(r.status, ''), IFNULL(r.exit_code, ''), IFNULL(r.reason, ''), IFNULL(r.summary, ''), IFNULL(r.id, 0), "
-      "IS_USED_LOCK({4}) IS NOT NULL "
+      "IS_USED_LOCK({4}) IS NOT NULL, j.id, j.root_table "
       "FROM {2} j LEFT JOIN {3} r ON r.id = j.run_id ORDER BY j.name",
       registry.table("batches"), registry.table("job_tables"), registry.table("jobs"), registry.table("runs"),
       // The job lock of each row, named by this server (locks/names.h): a running job's process holds it.
@@ -278,6 +325,21 @@ int jobs_list(const config::Config& cfg, Format format) {
     return std::string(held ? "running" : "stopped (process gone)");
   };
   auto live_of = [&](size_t i) { return r.cell(i, 5) == "1" && r.cell(i, 13) == "1"; };
+  auto conflict_counts = registry.conflict_counts(*dst);
+  auto conflicts_of = [&](size_t i) {
+    auto it = conflict_counts.find(std::stoull(r.cell(i, 14)));
+    return it == conflict_counts.end() ? 0ULL : it->second;
+  };
+  // The first open conflicts of a job, named like the run names them: "orders (id) = (5)".
+  auto conflict_names = [&](size_t i) {
+    std::vector<std::string> names;
+    if (conflicts_of(i) == 0) return names;
+    auto columns = root_key_columns(cfg, *dst, r.cell(i, 0), r.cell(i, 15));
+    for (const auto& encoded : registry.conflict_keys(*dst, std::stoull(r.cell(i, 14)), k_conflicts_shown)) {
+      names.push_back(name_root_key(r.cell(i, 15), columns, encoded));
+    }
+    return names;
+  };
   if (format == Format::json) {
     Json out = Json::object();
     out.set("schema_version", Json(1));
@@ -293,6 +355,10 @@ int jobs_list(const config::Config& cfg, Format format) {
       o.set("live", Json(live_of(i)));
       o.set("job_lock_held", Json(r.cell(i, 13) == "1"));
       o.set("unfinished_roots", Json(std::stoull(r.cell(i, 6))));
+      o.set("open_conflicts", Json(conflicts_of(i)));
+      Json conflicts = Json::array();
+      for (const auto& n : conflict_names(i)) conflicts.push(Json(n));
+      o.set("conflicts", conflicts);
       Json tables = Json::array();
       for (const auto& t : split(r.cell(i, 7), ',')) {
         if (!t.empty()) tables.push(Json(t));
@@ -315,8 +381,8 @@ int jobs_list(const config::Config& cfg, Format format) {
     std::cout << "the tracking registry " << cfg.destination.job_schema << " has no jobs yet\n";
     return 0;
   }
-  std::vector<std::array<std::string, 7>> rows;
-  rows.push_back({"JOB", "COMMAND", "SOURCE", "STATUS", "HEARTBEAT", "UNFINISHED", "LAST RUN"});
+  std::vector<std::array<std::string, 8>> rows;
+  rows.push_back({"JOB", "COMMAND", "SOURCE", "STATUS", "HEARTBEAT", "UNFINISHED", "CONFLICTS", "LAST RUN"});
   for (size_t i = 0; i < r.rows(); ++i) {
     std::string hb = r.cell(i, 4).empty() ? "-" : r.cell(i, 4) + (live_of(i) ? " (live)" : "");
     std::string last = "-";
@@ -326,17 +392,26 @@ int jobs_list(const config::Config& cfg, Format format) {
       if (!r.cell(i, 9).empty()) last += fmt::format(" exit {}", r.cell(i, 9));
       if (!r.cell(i, 10).empty()) last += ": " + r.cell(i, 10).substr(0, 80);
     }
-    rows.push_back({r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), state_of(i), hb, r.cell(i, 6), last});
+    rows.push_back({r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), state_of(i), hb, r.cell(i, 6),
+                    std::to_string(conflicts_of(i)), last});
   }
-  std::array<size_t, 7> width{};
+  std::array<size_t, 8> width{};
   for (const auto& row : rows) {
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
   }
   for (size_t k = 0; k < rows.size(); ++k) {
     const auto& row = rows[k];
-    std::cout << fmt::format("{:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>{}}  {}\n", row[0], width[0], row[1], width[1],
-                             row[2], width[2], row[3], width[3], row[4], width[4], row[5], width[5], row[6]);
-    if (k > 0) std::cout << fmt::format("  tables: {}\n", r.cell(k - 1, 7));
+    std::cout << fmt::format("{:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>{}} {:>{}}  {}\n", row[0], width[0], row[1],
+                             width[1], row[2], width[2], row[3], width[3], row[4], width[4], row[5], width[5], row[6],
+                             width[6], row[7]);
+    if (k == 0) continue;
+    std::cout << fmt::format("  tables: {}\n", r.cell(k - 1, 7));
+    unsigned long long open = conflicts_of(k - 1);
+    if (open == 0) continue;
+    auto names = conflict_names(k - 1);
+    std::string more = open > names.size() ? fmt::format("; and {} more", open - names.size()) : "";
+    std::cout << fmt::format("  conflicts ({} open, each waits for a person to delete one version): {}{}\n", open,
+                             join(names, "; "), more);
   }
   return 0;
 }
@@ -440,17 +515,17 @@ int discover(const config::Config& cfg, const std::string& root_table) {
   };
   std::string out = fmt::format("# relations of the job under {}.{} (from the source's foreign keys)\n"
                                 "[jobs.archive_{}]\nroot_table = {}\nwhere = \"<condition on {}>\"\n",
-                                cfg.source.database, root_table, root_table, app::json_quote(root_table), root_table);
+                                cfg.source.database, root_table, root_table, json_quote(root_table), root_table);
   std::vector<std::string> notes;
   auto relation = [&](const schema::ForeignKey& fk) {
-    std::string cols = fk.columns.size() == 1 ? app::json_quote(fk.columns[0]) : [&] {
+    std::string cols = fk.columns.size() == 1 ? json_quote(fk.columns[0]) : [&] {
       std::string l = "[";
-      for (size_t k = 0; k < fk.columns.size(); ++k) l += (k ? ", " : "") + app::json_quote(fk.columns[k]);
+      for (size_t k = 0; k < fk.columns.size(); ++k) l += (k ? ", " : "") + json_quote(fk.columns[k]);
       return l + "]";
     }();
-    out += fmt::format("\n[[jobs.archive_{}.relations]]\ntable = {}\n", root_table, app::json_quote(fk.table));
+    out += fmt::format("\n[[jobs.archive_{}.relations]]\ntable = {}\n", root_table, json_quote(fk.table));
     if (fk.ref_table != root_table || !parents[fk.table].empty()) {
-      out += fmt::format("parent = {}\n", app::json_quote(fk.ref_table));
+      out += fmt::format("parent = {}\n", json_quote(fk.ref_table));
     }
     out += fmt::format("foreign_key = {}\n", cols);
     parents[fk.table].push_back(fk.ref_table);

@@ -5,7 +5,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "app/json.h"
+#include "util/json.h"
 #include "report/summary.h"
 #include "util/error.h"
 

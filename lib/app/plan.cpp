@@ -7,7 +7,7 @@
 #include <toml++/toml.h>
 
 #include "app/commands.h"
-#include "app/json.h"
+#include "util/json.h"
 #include "build_info.h"
 #include "plan/tree.h"
 #include "util/strings.h"

@@ -15,14 +15,6 @@ namespace goarchive::app {
 
 namespace {
 
-bool same_columns(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  if (a.size() != b.size()) return false;
-  std::set<std::string> sa, sb;
-  for (const auto& x : a) sa.insert(ascii_lower(x));
-  for (const auto& x : b) sb.insert(ascii_lower(x));
-  return sa == sb;
-}
-
 class Checker {
 public:
   Checker(const config::Config& cfg, const config::Job& job, const plan::Tree& tree, pipeline::Mode mode,

@@ -2,7 +2,6 @@
 #include "app/preflight_keys.h"
 
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -12,14 +11,6 @@
 namespace goarchive::app {
 
 namespace {
-
-bool same_columns(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  if (a.size() != b.size()) return false;
-  std::set<std::string> sa, sb;
-  for (const auto& x : a) sa.insert(ascii_lower(x));
-  for (const auto& x : b) sb.insert(ascii_lower(x));
-  return sa == sb;
-}
 
 class KeyChecker {
 public:

@@ -53,18 +53,50 @@ void prepare_data_sessions(const config::Config& cfg, db::Connection& src, db::C
   dst.execute(std::string("SET SESSION foreign_key_checks = ") + (cfg.destination.foreign_key_checks ? "1" : "0"));
 }
 
-// The optimizer's estimate of the roots to archive (EXPLAIN: no scan), for the progress display's ETA.
-unsigned long long estimate_roots(db::Connection& src, const config::Config& cfg, const config::Job& job) {
+// EXPLAIN's rows for the roots matching `where`, only when the optimizer reads them from an index on the
+// condition: for a full scan (type ALL, index) they are the table's size, not the matching roots' (a run
+// showed "roots 30000/~104140 (29%)" and finished there).
+std::optional<unsigned long long> explained_roots(db::Connection& src, const std::string& from, const std::string& where) {
+  db::RowSet r = src.query(fmt::format("EXPLAIN SELECT 1 FROM {} WHERE ({})", from, where));
+  std::optional<size_t> type, rows;
+  for (size_t c = 0; c < r.cols(); ++c) {
+    if (r.names()[c] == "type") type = c;
+    if (r.names()[c] == "rows") rows = c;
+  }
+  if (r.rows() != 1 || !type || !rows || r.is_null(0, *type) || r.is_null(0, *rows)) return std::nullopt;
+  const std::string& access = r.cell(0, *type);
+  if (access != "range" && access != "ref" && access != "eq_ref" && access != "const" && access != "ref_or_null") {
+    return std::nullopt;
+  }
+  return std::stoull(r.cell(0, *rows));
+}
+
+// The roots that match `where`, for the progress total and its ETA: a COUNT(*) the server stops after 2 s (a
+// scan of a large table must not delay the run), else EXPLAIN's estimate when it comes from an index on the
+// condition, else unknown (nullopt: the progress shows "?" rather than a wrong total).
+std::optional<unsigned long long> estimate_roots(db::Connection& src, const config::Config& cfg,
+                                                 const config::Job& job) {
+  std::string from = sql::qualified(cfg.source.database, job.root_table);
+  std::string count = src.info().mariadb
+                          ? fmt::format("SET STATEMENT max_statement_time=2 FOR SELECT COUNT(*) FROM {} WHERE ({})",
+                                        from, job.where)
+                          : fmt::format("SELECT /*+ MAX_EXECUTION_TIME(2000) */ COUNT(*) FROM {} WHERE ({})", from,
+                                        job.where);
+  // Only the display depends on it: any error (a lost connection included, which the batch loop meets and
+  // handles next) leaves the total unknown.
   try {
-    db::RowSet r = src.query(fmt::format("EXPLAIN SELECT 1 FROM {} WHERE ({})",
-                                         sql::qualified(cfg.source.database, job.root_table), job.where));
-    for (size_t c = 0; c < r.cols(); ++c) {
-      if (r.names()[c] == "rows" && r.rows() > 0 && !r.is_null(0, c)) return std::stoull(r.cell(0, c));
-    }
+    if (auto n = src.scalar(count)) return std::stoull(*n);
+  } catch (const std::exception& e) {
+    spdlog::debug("counting the roots to archive: {}; trying the optimizer's estimate", e.what());
+  }
+  try {
+    auto n = explained_roots(src, from, job.where);
+    if (!n) spdlog::debug("no honest estimate of the roots to archive: the progress shows no total");
+    return n;
   } catch (const std::exception& e) {
     spdlog::debug("no row estimate: {}", e.what());
   }
-  return 0;
+  return std::nullopt;
 }
 
 class Run {
@@ -82,7 +114,13 @@ public:
     acquire_locks();
     guard();
     start_run();
-    return batch_loop();
+    int code = batch_loop();
+    // A clean stop by the throttle (critical_threads_running) is "try again later": its one message on stderr
+    // too, like every exit 4. The summary and the registry already have it.
+    if (code == k_exit_busy) {
+      throw BusyError(m_info.reason + "; the run stopped cleanly at a batch boundary and resumes on its rerun");
+    }
+    return code;
   }
   bool metrics_written() const { return m_metrics_written; }
   double seconds() const { return since(m_started); }
@@ -264,6 +302,7 @@ private:
   int finished(bool completed) {
     std::string reason = m_control->stop_reason();
     int code = m_control->stop_code();
+    if (!completed && code == k_exit_ok) reason += "; stopped cleanly at a batch boundary, the next run continues";
     if (completed) {
       code = k_exit_ok;
       reason = m_stats.roots == 0 ? "nothing to do" : "finished";
@@ -294,17 +333,26 @@ private:
     return code;
   }
 
+  // One line however many conflicts: the first five keys; `goarchive jobs` lists them too.
   std::string conflict_reason() const {
+    constexpr size_t k_shown = 5;
+    std::vector<std::string> shown(m_stats.conflicts.begin(),
+                                   m_stats.conflicts.begin() +
+                                       static_cast<long>(std::min(k_shown, m_stats.conflicts.size())));
+    std::string keys = join(shown, "; ");
+    if (m_stats.roots_conflict > shown.size()) {
+      keys += fmt::format(" and {} more (goarchive jobs lists them)", m_stats.roots_conflict - shown.size());
+    }
     return fmt::format("{} root(s) are in conflict: the source and the archive hold different versions after a crash "
                        "at the delete's commit, and nothing proves which one is current, so both are kept: {}. "
                        "Compare the two versions, delete the wrong one (from the archive or from the source); the "
                        "next run sees a single version and clears the conflict",
-                       m_stats.roots_conflict, join(m_stats.conflicts, "; "));
+                       m_stats.roots_conflict, keys);
   }
 
   // The end of the run: the registry row (reconnecting once when the data session is gone), metrics, summary.
   void finish(const std::string& status, int code, const std::string& why) {
-    m_progress->finish();
+    m_progress->finish(m_stats, status);
     m_info = report::RunInfo{m_job.name, m_command, why, m_run_id, code, seconds(), m_control->held_seconds("throttle")};
     m_heartbeat->stop();
     record_end(status, code, why);

@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
-#include "app/json.h"
+#include "util/json.h"
 #include "app/logging.h"
 #include "report/summary.h"
 #include "config/config.h"
@@ -46,7 +46,7 @@ config::Config load(const Globals& g, const config::Overrides& extra = {}) {
 void report_error(const std::string& message, int exit_code) {
   if (report::progress_line_drawn().exchange(false)) std::cerr << "\r\033[K";
   if (app::log_is_json()) {
-    std::cerr << R"({"schema_version":1,"level":"error","msg":)" << app::json_quote("goarchive: " + message)
+    std::cerr << R"({"schema_version":1,"level":"error","msg":)" << json_quote("goarchive: " + message)
               << R"(,"exit_code":)" << exit_code << "}\n";
   } else {
     std::cerr << "goarchive: " << message << "\n";
@@ -98,101 +98,154 @@ std::optional<UnknownCommand> find_unknown_command(CLI::App& top, int argc, char
   return std::nullopt;
 }
 
-}  // namespace
-
-int run(int argc, char** argv) {
-  CLI::App app{"goarchive: archive cold rows of a root table and every dependent child row from a MySQL/MariaDB "
-               "source to an archive server"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "Help for every command");
+// Every value a command line can carry.
+struct Flags {
   Globals g;
-  add_globals(app, g);
-
-  std::string job;
-  std::string max_runtime;
-  bool dry = false;
-  std::string metrics_file;
-  std::string format = "text";
+  std::string job, max_runtime, metrics_file, root_table;
+  bool dry = false, statistics = false, schema_apply = false;
+  std::string format = "text", dry_mode = "archive";
   std::optional<long long> batch_size, delete_batch_size;
-  std::optional<double> sleep;
-  std::optional<double> progress_interval;
+  std::optional<double> sleep, progress_interval;
   std::optional<long long> max_threads_running, critical_threads_running;
   std::optional<std::string> throttle_query;
-  bool statistics = false;
-  std::string root_table;
+};
 
-  auto add_job = [&](CLI::App* sub, bool required) {
-    auto* opt = sub->add_option("-j,--job", job, "Job name ([jobs.<name>] in the config)");
-    if (required) opt->required();
-  };
-  auto add_run_flags = [&](CLI::App* sub) {
-    add_job(sub, true);
-    sub->add_option("--max-runtime", max_runtime, "Stop cleanly at a batch boundary after this long (90s, 15m, 2h)");
-    sub->add_flag("--dry-run", dry, "Same as the dry-run command for this mode: writes nothing");
-    sub->add_option("--metrics-file", metrics_file, "Write Prometheus metrics here at the end of the run");
-    sub->add_option("--batch-size", batch_size, "Roots per batch")->check(CLI::Range(1LL, 100000LL));
-    sub->add_option("--delete-batch-size", delete_batch_size, "Rows per DELETE")->check(CLI::Range(1LL, 100000LL));
-    sub->add_option("--sleep", sleep, "Seconds between batches")->check(CLI::Range(0.0, 3600.0));
-    sub->add_option("--progress-interval", progress_interval,
-                    "Seconds between progress lines when stderr is not a terminal")
-        ->check(CLI::Range(1.0, 86400.0));
-    sub->add_flag("--statistics", statistics, "Print a per-phase timing table after the summary");
-  };
-  auto add_throttle_flags = [&](CLI::App* sub) {
-    sub->add_option("--max-threads-running", max_threads_running,
-                    "Hold at a batch boundary while the source's Threads_running >= N (0 = off)")
-        ->check(CLI::Range(0LL, 1000000LL));
-    sub->add_option("--critical-threads-running", critical_threads_running,
-                    "Stop cleanly (exit 4) once the source's Threads_running >= N (0 = off)")
-        ->check(CLI::Range(0LL, 1000000LL));
-    sub->add_option("--throttle-query", throttle_query, "Hold while this SELECT's first column is non-zero");
-  };
-  auto add_format = [&](CLI::App* sub) {
-    sub->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  };
+// The commands, as CLI11 knows them after define_commands.
+struct Commands {
+  CLI::App *archive, *copy_only, *purge, *dry_run, *plan, *validate, *jobs, *jobs_clear, *locks, *discover, *schema,
+      *version;
+};
 
-  CLI::App* archive = app.add_subcommand("archive", "Copy the job's rows, verify, delete them from the source");
-  CLI::App* copy_only = app.add_subcommand("copy-only", "Copy and verify; never delete from the source");
-  CLI::App* purge = app.add_subcommand("purge", "Delete from the source child-first; copy nothing");
-  for (auto* s : {archive, copy_only, purge}) {
-    add_globals(*s, g);
-    add_run_flags(s);
-  }
-  for (auto* s : {archive, purge}) add_throttle_flags(s);  // DESIGN.md §4: [throttle] holds archive and purge
-  CLI::App* dry_run = app.add_subcommand("dry-run", "Preflight, plan, SQL and row counts; writes nothing");
-  add_globals(*dry_run, g);
-  add_job(dry_run, true);
-  std::string dry_mode = "archive";
-  dry_run->add_option("--mode", dry_mode, "archive, copy-only or purge")
+void add_job(CLI::App* sub, Flags& f, bool required) {
+  auto* opt = sub->add_option("-j,--job", f.job, "Job name ([jobs.<name>] in the config)");
+  if (required) opt->required();
+}
+
+void add_format(CLI::App* sub, Flags& f) {
+  sub->add_option("--format", f.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+}
+
+void add_run_flags(CLI::App* sub, Flags& f) {
+  add_job(sub, f, true);
+  sub->add_option("--max-runtime", f.max_runtime, "Stop cleanly at a batch boundary after this long (90s, 15m, 2h)");
+  sub->add_flag("--dry-run", f.dry, "Same as the dry-run command for this mode: writes nothing");
+  sub->add_option("--metrics-file", f.metrics_file, "Write Prometheus metrics here at the end of the run");
+  sub->add_option("--batch-size", f.batch_size, "Roots per batch")->check(CLI::Range(1LL, 100000LL));
+  sub->add_option("--delete-batch-size", f.delete_batch_size, "Rows per DELETE")->check(CLI::Range(1LL, 100000LL));
+  sub->add_option("--sleep", f.sleep, "Seconds between batches")->check(CLI::Range(0.0, 3600.0));
+  sub->add_option("--progress-interval", f.progress_interval,
+                  "Seconds between progress lines when stderr is not a terminal")
+      ->check(CLI::Range(1.0, 86400.0));
+  sub->add_flag("--statistics", f.statistics, "Print a per-phase timing table after the summary");
+}
+
+void add_throttle_flags(CLI::App* sub, Flags& f) {
+  sub->add_option("--max-threads-running", f.max_threads_running,
+                  "Hold at a batch boundary while the source's Threads_running >= N (0 = off)")
+      ->check(CLI::Range(0LL, 1000000LL));
+  sub->add_option("--critical-threads-running", f.critical_threads_running,
+                  "Stop cleanly (exit 4) once the source's Threads_running >= N (0 = off)")
+      ->check(CLI::Range(0LL, 1000000LL));
+  sub->add_option("--throttle-query", f.throttle_query, "Hold while this SELECT's first column is non-zero");
+}
+
+// A subcommand with the global flags, and -j/--job when `job` says so (0 none, 1 optional, 2 required).
+CLI::App* command(CLI::App& app, Flags& f, const char* name, const char* what, int job) {
+  CLI::App* sub = app.add_subcommand(name, what);
+  add_globals(*sub, f.g);
+  if (job) add_job(sub, f, job == 2);
+  return sub;
+}
+
+Commands define_commands(CLI::App& app, Flags& f) {
+  Commands c{};
+  c.archive = command(app, f, "archive", "Copy the job's rows, verify, delete them from the source", 0);
+  c.copy_only = command(app, f, "copy-only", "Copy and verify; never delete from the source", 0);
+  c.purge = command(app, f, "purge", "Delete from the source child-first; copy nothing", 0);
+  for (auto* s : {c.archive, c.copy_only, c.purge}) add_run_flags(s, f);
+  for (auto* s : {c.archive, c.purge}) add_throttle_flags(s, f);  // DESIGN.md §4: [throttle] holds archive and purge
+  c.dry_run = command(app, f, "dry-run", "Preflight, plan, SQL and row counts; writes nothing", 2);
+  c.dry_run->add_option("--mode", f.dry_mode, "archive, copy-only or purge")
       ->check(CLI::IsMember({"archive", "copy-only", "purge"}));
-  add_format(dry_run);
-  CLI::App* plan = app.add_subcommand("plan", "Print the relation tree, copy and delete order, settings (no server)");
-  add_globals(*plan, g);
-  add_job(plan, false);
-  add_format(plan);
-  CLI::App* validate = app.add_subcommand("validate", "Check the config and every preflight check; writes nothing");
-  add_globals(*validate, g);
-  add_job(validate, false);
-  add_format(validate);
-  CLI::App* jobs = app.add_subcommand("jobs", "List the tracking registry");
-  add_globals(*jobs, g);
-  add_format(jobs);
-  CLI::App* jobs_clear = jobs->add_subcommand("clear", "Clear a job marked running whose process is gone");
-  add_globals(*jobs_clear, g);
-  add_job(jobs_clear, true);
-  CLI::App* locks = app.add_subcommand("locks", "Print every lock name of a job and its holder");
-  add_globals(*locks, g);
-  add_job(locks, true);
-  CLI::App* discover = app.add_subcommand("discover", "Print a relations block for the tree under a root table");
-  add_globals(*discover, g);
-  discover->add_option("--root", root_table, "Root table")->required();
-  CLI::App* schema = app.add_subcommand("schema", "Print (or create with --apply) the destination tables of a job");
-  add_globals(*schema, g);
-  add_job(schema, true);
-  bool schema_apply = false;
-  schema->add_flag("--apply", schema_apply, "Create the missing destination database and tables; never alters one");
-  CLI::App* version = app.add_subcommand("version", "Version, git commit, library versions");
+  add_format(c.dry_run, f);
+  c.plan = command(app, f, "plan", "Print the relation tree, copy and delete order, settings (no server)", 1);
+  add_format(c.plan, f);
+  c.validate = command(app, f, "validate", "Check the config and every preflight check; writes nothing", 1);
+  add_format(c.validate, f);
+  c.jobs = command(app, f, "jobs", "List the tracking registry", 0);
+  add_format(c.jobs, f);
+  c.jobs_clear = command(*c.jobs, f, "clear", "Clear a job marked running whose process is gone", 2);
+  c.locks = command(app, f, "locks", "Print every lock name of a job and its holder", 2);
+  c.discover = command(app, f, "discover", "Print a relations block for the tree under a root table", 0);
+  c.discover->add_option("--root", f.root_table, "Root table")->required();
+  c.schema = command(app, f, "schema", "Print (or create with --apply) the destination tables of a job", 2);
+  c.schema->add_flag("--apply", f.schema_apply, "Create the missing destination database and tables; never alters one");
+  c.version = app.add_subcommand("version", "Version, git commit, library versions");
+  return c;
+}
 
+config::Overrides overrides_of(const Flags& f) {
+  config::Overrides o;
+  o.batch_size = f.batch_size;
+  o.delete_batch_size = f.delete_batch_size;
+  o.sleep = f.sleep;
+  o.progress_interval = f.progress_interval;
+  o.max_threads_running = f.max_threads_running;
+  o.critical_threads_running = f.critical_threads_running;
+  o.throttle_query = f.throttle_query;
+  return o;
+}
+
+int plan_command(Flags& f) {
+  config::Config cfg = load(f.g);
+  if (f.job.empty()) {
+    if (cfg.jobs.size() != 1) {
+      throw ConfigError("plan needs -j/--job NAME: the config defines " + std::to_string(cfg.jobs.size()) + " jobs");
+    }
+    f.job = cfg.jobs.begin()->first;
+  }
+  return app::plan(cfg, f.job, format_of(f.format));
+}
+
+// archive, copy-only, purge and dry-run.
+int run_command(const Commands& c, const Flags& f) {
+  app::RunOptions options;
+  options.job = f.job;
+  options.progress = !f.g.no_progress;
+  options.metrics_file = f.metrics_file;
+  options.statistics = f.statistics;
+  if (!f.max_runtime.empty()) options.max_runtime = parse_duration(f.max_runtime, "--max-runtime");
+  if (c.dry_run->parsed()) {
+    options.mode = f.dry_mode == "purge" ? app::Mode::purge
+                   : f.dry_mode == "copy-only" ? app::Mode::copy_only : app::Mode::archive;
+    return app::dry_run(load(f.g, overrides_of(f)), options, format_of(f.format));
+  }
+  options.mode = c.archive->parsed() ? app::Mode::archive : c.copy_only->parsed() ? app::Mode::copy_only : app::Mode::purge;
+  config::Config cfg = load(f.g, overrides_of(f));
+  if (f.dry) return app::dry_run(cfg, options, app::Format::text);
+  return app::run_job(cfg, options);
+}
+
+int dispatch(const Commands& c, Flags& f) {
+  if (c.version->parsed()) {
+    std::cout << app::version_text();
+    return k_exit_ok;
+  }
+  if (c.plan->parsed()) return plan_command(f);
+  if (c.validate->parsed()) {
+    return app::validate(load(f.g), f.job.empty() ? std::nullopt : std::optional<std::string>(f.job), f.g.verbose,
+                         format_of(f.format));
+  }
+  if (c.jobs_clear->parsed()) return app::jobs_clear(load(f.g), f.job);
+  if (c.jobs->parsed()) return app::jobs_list(load(f.g), format_of(f.format));
+  if (c.locks->parsed()) return app::locks(load(f.g), f.job);
+  if (c.discover->parsed()) return app::discover(load(f.g), f.root_table);
+  if (c.schema->parsed()) return app::schema(load(f.g), f.job, f.schema_apply);
+  return run_command(c, f);
+}
+
+// Parses argv; returns an exit code when the run is over (help, a usage error), nullopt to go on.
+std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   if (auto unknown = find_unknown_command(app, argc, argv)) {
     auto close = close_matches(unknown->word, unknown->choices, 1);
     std::cerr << "goarchive: unknown command \"" << unknown->path << unknown->word << "\"";
@@ -200,7 +253,6 @@ int run(int argc, char** argv) {
     std::cerr << "\nRun 'goarchive " << unknown->path << "--help' for the commands.\n";
     return k_exit_usage;
   }
-
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -211,56 +263,22 @@ int run(int argc, char** argv) {
     std::cerr << "goarchive: " << e.what() << "\n" << "Run 'goarchive --help' for the commands and flags.\n";
     return k_exit_usage;
   }
+  return std::nullopt;
+}
 
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"goarchive: archive cold rows of a root table and every dependent child row from a MySQL/MariaDB "
+               "source to an archive server"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every command");
+  Flags f;
+  add_globals(app, f.g);
+  Commands commands = define_commands(app, f);
+  if (auto done = parse(app, argc, argv)) return *done;
   try {
-    if (version->parsed()) {
-      std::cout << app::version_text();
-      return k_exit_ok;
-    }
-    config::Overrides overrides;
-    overrides.batch_size = batch_size;
-    overrides.delete_batch_size = delete_batch_size;
-    overrides.sleep = sleep;
-    overrides.progress_interval = progress_interval;
-    overrides.max_threads_running = max_threads_running;
-    overrides.critical_threads_running = critical_threads_running;
-    overrides.throttle_query = throttle_query;
-    if (plan->parsed()) {
-      config::Config cfg = load(g);
-      if (job.empty()) {
-        if (cfg.jobs.size() != 1) {
-          throw ConfigError("plan needs -j/--job NAME: the config defines " + std::to_string(cfg.jobs.size()) + " jobs");
-        }
-        job = cfg.jobs.begin()->first;
-      }
-      return app::plan(cfg, job, format_of(format));
-    }
-    if (validate->parsed()) {
-      config::Config cfg = load(g);
-      return app::validate(cfg, job.empty() ? std::nullopt : std::optional<std::string>(job), g.verbose,
-                           format_of(format));
-    }
-    if (jobs_clear->parsed()) return app::jobs_clear(load(g), job);
-    if (jobs->parsed()) return app::jobs_list(load(g), format_of(format));
-    if (locks->parsed()) return app::locks(load(g), job);
-    if (discover->parsed()) return app::discover(load(g), root_table);
-    if (schema->parsed()) return app::schema(load(g), job, schema_apply);
-
-    app::RunOptions options;
-    options.job = job;
-    options.progress = !g.no_progress;
-    options.metrics_file = metrics_file;
-    options.statistics = statistics;
-    if (!max_runtime.empty()) options.max_runtime = parse_duration(max_runtime, "--max-runtime");
-    if (dry_run->parsed()) {
-      options.mode = dry_mode == "purge" ? app::Mode::purge
-                     : dry_mode == "copy-only" ? app::Mode::copy_only : app::Mode::archive;
-      return app::dry_run(load(g, overrides), options, format_of(format));
-    }
-    options.mode = archive->parsed() ? app::Mode::archive : copy_only->parsed() ? app::Mode::copy_only : app::Mode::purge;
-    config::Config cfg = load(g, overrides);
-    if (dry) return app::dry_run(cfg, options, app::Format::text);
-    return app::run_job(cfg, options);
+    return dispatch(commands, f);
   } catch (const Error& e) {
     spdlog::debug("exit {}: {}", e.exit_code(), e.what());
     report_error(e.what(), e.exit_code());

@@ -1,5 +1,8 @@
 #include "pipeline/batch_log.h"
 
+#include <fmt/format.h>
+
+#include "util/error.h"
 #include "util/fault.h"
 
 namespace goarchive::pipeline {
@@ -7,6 +10,15 @@ namespace goarchive::pipeline {
 void BatchLog::claim(Batch& batch) const {
   if (batch.recovery) return;  // a recovered batch keeps its row and claims; it was adopted before it started
   std::string state = m_ctx.mode == Mode::purge ? "deleting" : "copied";
+  // The batch's root keys travel as one hex literal: it must fit the destination's max_allowed_packet.
+  size_t bytes = 1024;
+  for (const auto& r : batch.roots) bytes += 2 * (r.encoded.size() + 4);
+  if (bytes > m_ctx.dst.max_allowed_packet()) {
+    throw Error(fmt::format("the root keys of a batch of {} roots of table {} take {} bytes as SQL text, more than "
+                            "the destination's max_allowed_packet ({} bytes); nothing of this batch was written. "
+                            "Lower batch_size",
+                            batch.roots.size(), m_ctx.root().node.table, bytes, m_ctx.dst.max_allowed_packet()));
+  }
   batch.id = m_ctx.registry.claim_batch(m_ctx.dst, m_ctx.job_id, m_ctx.run_id, batch.no, m_ctx.scope, batch.roots,
                                         state);
   batch.version = 1;

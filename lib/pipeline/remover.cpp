@@ -28,6 +28,7 @@ void Remover::remove(Batch& batch) const {
   m_tree.read_roots(m_ctx.src, Side::source, now, Read::locked, &matches);
   m_tree.read_children(m_ctx.src, Side::source, now, Read::locked);
   fault::point("after_locked_read");
+  if (batch.unproven) check_gone_roots(batch, now);
   judge(batch, now, matches);
   delete_rows(batch, now);
   // The decision is on the destination before the source commits: a recovery that finds the batch deleting
@@ -86,6 +87,33 @@ void Remover::compare_table(Batch& batch, const Batch& now, size_t t) const {
   for (size_t r = 0; r < locked.size(); ++r) {
     if (locked.root[r] >= 0 && !copied.find(locked.key[r])) {
       batch.leave(static_cast<size_t>(locked.root[r]), differs, name_row(m, locked.rows, r) + " was added");
+    }
+  }
+}
+
+void Remover::check_gone_roots(Batch& batch, const Batch& now) const {
+  std::vector<bool> present(batch.roots.size(), false);
+  for (int owner : now.tables[0].root) {
+    if (owner >= 0) present[static_cast<size_t>(owner)] = true;
+  }
+  for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
+    const TableMeta& m = m_ctx.tables[t];
+    const TableRows& copied = batch.tables[t];
+    std::vector<size_t> rows;
+    for (size_t r = 0; r < copied.size(); ++r) {
+      if (copied.root[r] >= 0 && !present[static_cast<size_t>(copied.root[r])]) rows.push_back(r);
+    }
+    for (const auto& list : primary_key_lists(m, copied.rows, rows, statement_budget(m_ctx.src))) {
+      db::RowSet found = m_ctx.src.query(fmt::format("SELECT {} FROM {} WHERE {} FOR UPDATE",
+                                                     sql::ident_list(m.key_cols), m.source_name, list));
+      std::vector<size_t> all(found.cols());
+      for (size_t c = 0; c < all.size(); ++c) all[c] = c;
+      for (size_t r = 0; r < found.rows(); ++r) {
+        auto at = copied.find(encode_values(found, r, all));
+        if (!at) continue;
+        batch.leave(static_cast<size_t>(copied.root[*at]), RootFate::conflict,
+                    name_row(m, copied.rows, *at) + " is still in the source, but its root is gone");
+      }
     }
   }
 }

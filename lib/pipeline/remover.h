@@ -28,6 +28,9 @@ private:
   // job, and it shares no row with a root that stays.
   void judge(Batch& batch, const Batch& now, const std::vector<bool>& matches) const;
   void compare_table(Batch& batch, const Batch& now, size_t t) const;
+  // Recovery of a deleting batch: a root gone from the source whose copied rows are still there (by primary
+  // key, locked) was not deleted by the interrupted transaction; nothing proves which version is current.
+  void check_gone_roots(Batch& batch, const Batch& now) const;
   void delete_rows(Batch& batch, const Batch& now) const;
 
   const Context& m_ctx;

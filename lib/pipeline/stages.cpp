@@ -27,14 +27,12 @@ void Stages::start() {
 
 void Stages::replace_earlier_copies(Batch& batch) {
   if (batch.recovery) {
-    // This job copied these roots before it stopped: replace that copy with the current version of each root
-    // that is still in the source, and drop the copy of a root that no longer matches `where`. A root gone
-    // from the source was deleted by the earlier run: its copy is the archive and stays.
-    std::set<int> present(batch.tables[0].root.begin(), batch.tables[0].root.end());
-    std::vector<int> roots;
-    for (size_t i = 0; i < batch.roots.size(); ++i) {
-      if (present.count(static_cast<int>(i)) || batch.fate[i] == RootFate::withdrawn) roots.push_back(static_cast<int>(i));
-    }
+    // This job copied these roots before it stopped, and its delete never committed (a batch moves to deleting
+    // before its source delete commits): every row of that copy is still in the source, or the application
+    // deleted it since. Replace the copy with the current version of each root that still matches `where`,
+    // and drop it for the others (no longer matching, or gone: deleted or re-keyed by the application).
+    std::vector<int> roots(batch.roots.size());
+    for (size_t i = 0; i < roots.size(); ++i) roots[i] = static_cast<int>(i);
     m_writer.remove_tree_copies(batch, roots);
     return;
   }

@@ -168,14 +168,6 @@ private:
   std::map<size_t, std::string> m_replaced;
 };
 
-bool same_columns(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  if (a.size() != b.size()) return false;
-  std::set<std::string> sa, sb;
-  for (const auto& x : a) sa.insert(ascii_lower(x));
-  for (const auto& x : b) sb.insert(ascii_lower(x));
-  return sa == sb;
-}
-
 // Comment lines must stay one line each.
 std::string one_line(std::string s) {
   for (auto& c : s) {

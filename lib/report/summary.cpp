@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "app/json.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace goarchive::report {
@@ -14,6 +14,21 @@ namespace goarchive::report {
 namespace {
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The reason on the summary's first line: one line, whatever the message it comes from (a server error may
+// carry line breaks).
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n' || c == '\r') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.empty() ? std::string("(no reason recorded)") : out;
 }
 }  // namespace
 
@@ -24,7 +39,7 @@ std::atomic<bool>& progress_line_drawn() {
 
 std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
   std::string out = fmt::format("goarchive {} job={} run={}: {} in {} (exit {})\n", info.mode, info.job, info.run_id,
-                                info.reason, format_duration(info.seconds), info.exit_code);
+                                one_line(info.reason), format_duration(info.seconds), info.exit_code);
   out += fmt::format("  {:<28} {:>12} {:>12} {:>12}\n", "table", "copied", "verified", "deleted");
   unsigned long long total = 0;
   for (const auto& t : s.tables) {
@@ -72,7 +87,7 @@ std::string statistics_text(const RunInfo& info, const pipeline::Stats& s) {
 }
 
 std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
-  using app::Json;
+  using goarchive::Json;
   Json j = Json::object();
   j.set("schema_version", Json(1));
   j.set("job", Json(info.job));
@@ -115,7 +130,7 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
 }
 
 std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double finished_unix_time, bool success) {
-  std::string job = app::json_quote(info.job);
+  std::string job = json_quote(info.job);
   std::string out;
   auto header = [&](const char* name, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
@@ -123,7 +138,7 @@ std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double f
   auto per_table = [&](const char* name, const char* help, auto value) {
     header(name, help);
     for (const auto& t : s.tables) {
-      out += fmt::format("{}{{job={},table={}}} {}\n", name, job, app::json_quote(t.table), value(t));
+      out += fmt::format("{}{{job={},table={}}} {}\n", name, job, json_quote(t.table), value(t));
     }
   };
   auto one = [&](const char* name, const char* help, const std::string& value) {
@@ -158,41 +173,60 @@ std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double f
   return out;
 }
 
-Progress::Progress(bool enabled, bool terminal, double interval, unsigned long long estimated_roots)
+std::string progress_line(const pipeline::Stats& s, const std::string& state,
+                          std::optional<unsigned long long> total, double elapsed) {
+  unsigned long long rows = 0;
+  for (const auto& t : s.tables) rows += std::max(t.copied + t.skipped_existing, t.deleted);
+  double rate = elapsed > 0 ? static_cast<double>(rows) / elapsed : 0;
+  std::string of = "/?";  // unknown: no percentage and no ETA rather than a wrong one
+  std::string eta = "?";
+  if (total) {
+    unsigned long long t = std::max(*total, s.roots);
+    double pct = t > 0 ? 100.0 * static_cast<double>(s.roots) / static_cast<double>(t) : 100.0;
+    // Never rounded up to 100% before the last root: "100%" is what a finished run shows.
+    if (s.roots < t) pct = std::min(pct, 99.0);
+    of = fmt::format("/~{} ({:.0f}%)", t, pct);
+    if (s.roots >= t) {
+      eta = format_duration(0);
+    } else if (s.roots > 0) {
+      eta = format_duration(elapsed * static_cast<double>(t - s.roots) / static_cast<double>(s.roots));
+    }
+  }
+  return fmt::format("{} | roots {}{} | rows {} | {:.0f} rows/s | batch {} | ETA {}", state, s.roots, of, rows, rate,
+                     s.batches, eta);
+}
+
+Progress::Progress(bool enabled, bool terminal, double interval, std::optional<unsigned long long> estimated_roots)
     : m_enabled(enabled), m_terminal(terminal), m_interval(interval), m_estimate(estimated_roots),
       m_started(now_seconds()) {}
 
 void Progress::update(const pipeline::Stats& s, const std::string& state) {
   if (!m_enabled) return;
+  show(progress_line(s, state, m_estimate, now_seconds() - m_started), false);
+}
+
+void Progress::show(const std::string& line, bool force) {
   double now = now_seconds();
-  double elapsed = now - m_started;
-  unsigned long long rows = 0;
-  for (const auto& t : s.tables) rows += std::max(t.copied + t.skipped_existing, t.deleted);
-  double rate = elapsed > 0 ? static_cast<double>(rows) / elapsed : 0;
-  std::string eta = "?";
-  if (m_estimate > 0 && s.roots > 0 && s.roots < m_estimate) {
-    eta = format_duration(elapsed * static_cast<double>(m_estimate - s.roots) / static_cast<double>(s.roots));
-  }
-  std::string pct = m_estimate ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(std::min(s.roots, m_estimate)) /
-                                                            static_cast<double>(m_estimate))
-                               : "-";
-  std::string of = m_estimate ? fmt::format("/~{}", m_estimate) : "";
-  std::string line = fmt::format("{} | roots {}{} ({}) | rows {} | {:.0f} rows/s | batch {} | ETA {}", state, s.roots,
-                                 of, pct, rows, rate, s.batches, eta);
   if (m_terminal) {
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     std::fflush(stderr);
     m_drawn = true;
     progress_line_drawn() = true;
-  } else if (m_last < 0 || now - m_last >= m_interval) {
+  } else if (force || m_last < 0 || now - m_last >= m_interval) {
     spdlog::info("progress: {}", line);
     m_last = now;
   }
 }
 
-void Progress::finish() {
+void Progress::finish(const pipeline::Stats& s, const std::string& status) {
+  bool completed = status == "finished";
+  if (m_enabled && (m_drawn || !m_terminal)) {
+    // A completed run matched exactly the roots it archived: they are the total, whatever the estimate said.
+    std::optional<unsigned long long> total = completed ? std::optional<unsigned long long>(s.roots) : m_estimate;
+    show(progress_line(s, status, total, now_seconds() - m_started), true);
+  }
   if (m_drawn && progress_line_drawn().exchange(false)) {
-    std::fprintf(stderr, "\r\033[K");
+    std::fprintf(stderr, "\n");  // the last frame stays on the terminal; what follows starts on its own line
     std::fflush(stderr);
   }
 }

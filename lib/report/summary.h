@@ -1,6 +1,7 @@
 #pragma once
 // The end-of-run summary (text table and JSON) and the progress display.
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include "pipeline/stats.h"
@@ -28,17 +29,28 @@ std::string metrics_text(const RunInfo& info, const pipeline::Stats& stats, doub
 // Set while a progress line is drawn on the terminal; the log sink clears the line before writing.
 std::atomic<bool>& progress_line_drawn();
 
+// One progress line: "<state> | roots R/~T (P%) | rows N | X rows/s | batch B | ETA E". `total` is the roots
+// expected (nullopt = unknown: "roots R/?" with no percentage and "ETA ?"); a total below the roots done is
+// raised to them, so the line never claims more than 100% or a negative time left.
+std::string progress_line(const pipeline::Stats& stats, const std::string& state,
+                          std::optional<unsigned long long> total, double elapsed);
+
 // A progress display: redrawn in place on a terminal, one line per interval otherwise.
 class Progress {
 public:
-  Progress(bool enabled, bool terminal, double interval, unsigned long long estimated_roots);
+  // `estimated_roots`: the roots expected to match `where` (nullopt when nothing tells them honestly).
+  Progress(bool enabled, bool terminal, double interval, std::optional<unsigned long long> estimated_roots);
   void update(const pipeline::Stats& stats, const std::string& state);
-  void finish();
+  // The last line, whatever the interval: a "finished" run shows its roots as the total (100%); a "stopped" or
+  // "failed" one shows where it stopped.
+  void finish(const pipeline::Stats& stats, const std::string& status);
 
 private:
+  void show(const std::string& line, bool force);
+
   bool m_enabled, m_terminal;
   double m_interval;
-  unsigned long long m_estimate;
+  std::optional<unsigned long long> m_estimate;
   double m_started, m_last = -1;
   bool m_drawn = false;
 };

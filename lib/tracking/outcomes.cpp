@@ -24,9 +24,10 @@ std::vector<std::string> Registry::stayed(db::Connection& conn, unsigned long lo
 std::vector<RootKey> Registry::marked_keys(db::Connection& conn, unsigned long long job_id, const std::string& state,
                                            const std::string& after_hash, size_t limit) const {
   db::RowSet r = conn.query(fmt::format(
-      "SELECT root_key_hash, root_key FROM {} WHERE job_id = {} AND state = {} AND root_key IS NOT NULL AND "
-      "root_key_hash > {} ORDER BY root_key_hash LIMIT {}",
-      table("root_marks"), job_id, sql::quote(state), after_hash.empty() ? "''" : sql::hex_literal(after_hash), limit));
+      "SELECT m.root_key_hash, k.root_key FROM {} m JOIN {} k ON k.job_id = m.job_id AND k.root_key_hash = "
+      "m.root_key_hash WHERE m.job_id = {} AND m.state = {} AND m.root_key_hash > {} ORDER BY m.root_key_hash LIMIT {}",
+      table("root_marks"), table("root_mark_keys"), job_id, sql::quote(state),
+      after_hash.empty() ? "''" : sql::hex_literal(after_hash), limit));
   std::vector<RootKey> out;
   for (size_t i = 0; i < r.rows(); ++i) out.push_back(RootKey{r.cell(i, 1), r.cell(i, 0)});
   return out;
@@ -60,6 +61,23 @@ void Registry::resolve_conflicts(db::Connection& conn, unsigned long long job_id
   for (size_t i = 0; i < hashes.size(); ++i) list += (i ? "," : "") + sql::hex_literal(hashes[i]);
   conn.execute(fmt::format("DELETE FROM {} WHERE job_id = {} AND root_key_hash IN ({})", table("conflicts"), job_id,
                            list));
+}
+
+std::map<unsigned long long, unsigned long long> Registry::conflict_counts(db::Connection& conn) const {
+  db::RowSet r = conn.query(fmt::format("SELECT job_id, COUNT(*) FROM {} GROUP BY job_id", table("conflicts")));
+  std::map<unsigned long long, unsigned long long> out;
+  for (size_t i = 0; i < r.rows(); ++i) out[std::stoull(r.cell(i, 0))] = std::stoull(r.cell(i, 1));
+  return out;
+}
+
+std::vector<std::string> Registry::conflict_keys(db::Connection& conn, unsigned long long job_id,
+                                                size_t limit) const {
+  db::RowSet r = conn.query(fmt::format("SELECT root_key FROM {} WHERE job_id = {} ORDER BY created_at, root_key_hash "
+                                        "LIMIT {}",
+                                        table("conflicts"), job_id, limit));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+  return out;
 }
 
 }  // namespace goarchive::tracking

@@ -107,7 +107,13 @@ void Registry::create(db::Connection& conn) const {
         auto nl = stmt.find('\n');
         stmt = nl == std::string::npos ? "" : trim(stmt.substr(nl + 1));
       }
-      if (!stmt.empty()) conn.execute(stmt);
+      try {
+        if (!stmt.empty()) conn.execute(stmt);
+      } catch (const db::DbError& e) {
+        // A run that died inside a migration left part of it applied: an existing column, index or table is
+        // an answer (DDL commits on its own, so the migration is re-applied statement by statement).
+        if (e.code() != 1060 && e.code() != 1061 && e.code() != 1050) throw;
+      }
       if (end == std::string::npos) break;
       start = end + 2;
     }
@@ -352,16 +358,21 @@ unsigned Registry::transition(db::Connection& conn, unsigned long long batch_id,
 void Registry::mark_roots(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes,
                           const std::string& state, const std::vector<std::string>* keys) const {
   if (hashes.empty()) return;
-  std::string values;
+  std::string values, key_values;
   for (size_t i = 0; i < hashes.size(); ++i) {
-    if (i) values += ',';
-    values += fmt::format("({},{},{},{})", job_id, sql::hex_literal(hashes[i]), sql::quote(state),
-                          keys ? sql::hex_literal((*keys)[i]) : std::string("NULL"));
+    values += fmt::format("{}({},{},{})", i ? "," : "", job_id, sql::hex_literal(hashes[i]), sql::quote(state));
+    if (keys) key_values += fmt::format("{}({},{},{})", i ? "," : "", job_id, sql::hex_literal(hashes[i]),
+                                        sql::hex_literal((*keys)[i]));
   }
   // A duplicate key is an answer: the root already has a mark, which now says `state`.
-  conn.execute(fmt::format("INSERT INTO {} (job_id, root_key_hash, state, root_key) VALUES {} ON DUPLICATE KEY "
-                           "UPDATE state = VALUES(state), root_key = VALUES(root_key), updated_at = NOW(6)",
+  conn.execute(fmt::format("INSERT INTO {} (job_id, root_key_hash, state) VALUES {} ON DUPLICATE KEY UPDATE "
+                           "state = VALUES(state), updated_at = NOW(6)",
                            table("root_marks"), values));
+  if (keys) {
+    conn.execute(fmt::format("INSERT INTO {} (job_id, root_key_hash, root_key) VALUES {} ON DUPLICATE KEY UPDATE "
+                             "root_key = VALUES(root_key)",
+                             table("root_mark_keys"), key_values));
+  }
 }
 
 std::vector<std::string> Registry::marked(db::Connection& conn, unsigned long long job_id,
@@ -386,6 +397,8 @@ void Registry::unmark(db::Connection& conn, unsigned long long job_id, const std
   if (hashes.empty()) return;
   conn.execute(fmt::format("DELETE FROM {} WHERE job_id = {} AND root_key_hash IN ({})", table("root_marks"), job_id,
                            hex_list(hashes)));
+  conn.execute(fmt::format("DELETE FROM {} WHERE job_id = {} AND root_key_hash IN ({})", table("root_mark_keys"),
+                           job_id, hex_list(hashes)));
 }
 
 std::string Registry::scope_filter(const char* alias) const {

@@ -1,6 +1,7 @@
 #pragma once
 // The tracking registry in job_schema on the destination (DESIGN.md §7, seed 000).
 // Every state write names the state it expects and checks the affected row count.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -116,6 +117,10 @@ public:
                      const std::vector<RootKey>& keys) const;
   std::vector<std::string> conflicts(db::Connection& conn, unsigned long long job_id) const;  // encoded keys
   void resolve_conflicts(db::Connection& conn, unsigned long long job_id, const std::vector<std::string>& hashes) const;
+  // Open conflicts per job id, for `jobs` (one query for every job).
+  std::map<unsigned long long, unsigned long long> conflict_counts(db::Connection& conn) const;
+  // The first `limit` open conflicts of a job, oldest first: their encoded root keys (decode_key).
+  std::vector<std::string> conflict_keys(db::Connection& conn, unsigned long long job_id, size_t limit) const;
   // Unfinished batches of a job, in id order after `after_id`.
   std::vector<BatchRow> unfinished_batches(db::Connection& conn, unsigned long long job_id,
                                            unsigned long long after_id, size_t limit) const;

@@ -1,5 +1,7 @@
 #include "util/strings.h"
 
+#include <set>
+
 #include <openssl/evp.h>
 
 #include <cctype>
@@ -119,6 +121,14 @@ std::string format_duration(double seconds) {
   auto s = static_cast<long long>(std::llround(seconds));
   if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
   return fmt::format("{}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60);
+}
+
+bool same_columns(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  std::set<std::string> sa, sb;
+  for (const auto& x : a) sa.insert(ascii_lower(x));
+  for (const auto& x : b) sb.insert(ascii_lower(x));
+  return sa == sb;
 }
 
 }  // namespace goarchive

@@ -569,6 +569,17 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
     def sides(pairs):  # the intermediate copy-only check looks at the source only: copies may lag behind
         return pairs[:1] if mode == "copy-only-source" else pairs
 
+    def dest_root(t, key):  # the root a destination row hangs under in the destination
+        while t != "r":
+            row = dst[t].get(key)
+            if row is None:
+                return None
+            key, t = schema.parent_of(t, row), schema.PARENT[t]
+        return key
+
+    def in_conflict(t, key):
+        return mode == "archive" and (model.root_of(t, key) in conflicts or dest_root(t, key) in conflicts)
+
     def eligible(t, key):
         r = model.root_of(t, key)
         if r is None:
@@ -578,7 +589,7 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
     for t in schema.TABLES:
         for key, row in model.rows[t].items():
             STATS["row_checks"] += 1
-            if model.root_of(t, key) in conflicts and mode == "archive":
+            if in_conflict(t, key):
                 bad["conflicts"].append(f"{t} {key}: under a root goarchive reported as a conflict")
                 continue
             s, d = src[t].get(key), dst[t].get(key)
@@ -615,7 +626,10 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
         for where, rows in sides((("source", src[t]), ("destination", dst[t]))):
             for key in rows:
                 if key in model.deleted[t] and key not in model.rows[t]:
-                    if where == "destination" and (ambiguous_kill or conflicts) and mode == "archive":
+                    if where == "destination" and in_conflict(t, key):
+                        bad["conflicts"].append(f"{t} {key}: deleted by the application, archived under a conflict")
+                        continue
+                    if where == "destination" and ambiguous_kill and mode == "archive":
                         bad["kept"].append(f"{t} {key}: deleted by the application, its archived copy kept")
                         continue
                     bad["stale"].append(f"{t} {key}: deleted by the application, still in the {where}: {rows[key]}"

@@ -104,3 +104,26 @@ TEST_CASE("statistics: one row per phase with seconds, share of wall time and pe
   Stats none;
   CHECK(statistics_text(empty, none).find("nan") == std::string::npos);
 }
+
+TEST_CASE("progress: the total is the roots expected, '?' when unknown, never above 100%") {
+  using goarchive::report::progress_line;
+  Stats s = stats();
+  s.roots = 300;
+  CHECK(progress_line(s, "copying", 1000ULL, 10) ==
+        "copying | roots 300/~1000 (30%) | rows 400 | 40 rows/s | batch 4 | ETA 23.3s");
+  CHECK(progress_line(s, "copying", std::nullopt, 10) ==
+        "copying | roots 300/? | rows 400 | 40 rows/s | batch 4 | ETA ?");
+  // An estimate below the roots done is raised to them; 99.9% is not rounded up to 100% before the end.
+  CHECK(progress_line(s, "copying", 100ULL, 10).find("roots 300/~300 (100%)") != std::string::npos);
+  s.roots = 999;
+  CHECK(progress_line(s, "copying", 1000ULL, 10).find("(99%)") != std::string::npos);
+  s.roots = 0;
+  CHECK(progress_line(s, "finished", 0ULL, 10).find("roots 0/~0 (100%)") != std::string::npos);
+}
+
+TEST_CASE("summary: the reason is one line") {
+  RunInfo i = info();
+  i.reason = "Lost connection\nto server\r\n";
+  std::string text = summary_text(i, stats());
+  CHECK(text.substr(0, text.find('\n')) == "goarchive archive job=j run=7: Lost connection to server in 10.0s (exit 0)");
+}

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-namespace goarchive::app {
+namespace goarchive {
 
 class Json {
 public:
@@ -42,4 +42,4 @@ private:
 // A JSON string literal with quotes, escaped.
 std::string json_quote(const std::string& s);
 
-}  // namespace goarchive::app
+}  // namespace goarchive

@@ -1,10 +1,10 @@
-#include "app/json.h"
+#include "util/json.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-namespace goarchive::app {
+namespace goarchive {
 
 Json::Json(double d) : m_type(Type::number) {
   m_text = std::isfinite(d) ? fmt::format("{}", d) : "null";
@@ -76,4 +76,4 @@ std::string Json::dump() const {
   return out;
 }
 
-}  // namespace goarchive::app
+}  // namespace goarchive
