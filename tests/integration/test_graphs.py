@@ -75,6 +75,11 @@ class GraphTest(unittest.TestCase):
         before = sc.snapshot(SAKILA)
         metrics = os.path.join(sc.tmp, "m.prom")
         cfg = sc.config({"j": {"root_table": "customer", "where": "old = 1", "relations": DIAMOND}})
+        r = sc.job("dry-run", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("graph:", r.out)
+        self.assertIn("(also under customer)", r.out)
+        self.assertIn("rule: a row with several parents", r.out)
         r = self.run_ok(sc, cfg, "--metrics-file", metrics)
         self.assertIn("payment (payment_id) = (17) still belongs to rental (rental_id) = (5), which stays in the "
                       "source", r.out + r.err)
