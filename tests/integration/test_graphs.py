@@ -124,6 +124,32 @@ class GraphTest(unittest.TestCase):
         before = {t: {**sc.rows("source", t), **sc.rows("destination", t)} for t in SAKILA}
         sc.assert_invariant(before, DIAMOND_RELATIONS)
 
+    def test_roots_sharing_a_row_stay_together(self):
+        """Payment 18 is customer 2's, for rental 3 of customer 3: when customer 3 changes after the copy and
+        stays, customer 2 stays with it (deleting it would orphan payment 18, or fail on its foreign key)."""
+        sc = Scenario(self, "gshared")
+        sakila(sc)
+        sc.src("INSERT INTO payment VALUES (18, 2, 3, 1.00)")
+        cfg = sc.config({"j": {"root_table": "customer", "where": "old = 1", "relations": DIAMOND}})
+        run = Paused(self, sc, "after_copy_commit:1", "archive", "-c", cfg, "-j", "j")
+        try:
+            run.wait()
+            sc.src("UPDATE customer SET name = 'changed' WHERE customer_id = 3")
+        finally:
+            run.release()
+        r = run.finish()
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("payment (payment_id) = (18) is shared with customer (customer_id) = (3), which stays in the "
+                      "source", r.out + r.err)
+        src, dst = self.where_is(sc, "customer")
+        self.assertEqual(dst, {(1,), (4,)})
+        self.assertTrue({(2,), (3,)} <= src)
+        before = {t: {**sc.rows("source", t), **sc.rows("destination", t)} for t in SAKILA}
+        sc.assert_invariant(before, DIAMOND_RELATIONS)
+        self.run_ok(sc, cfg)
+        self.assertEqual(self.where_is(sc, "customer")[1], {(1,), (2,), (3,), (4,)})
+        sc.assert_invariant(before, DIAMOND_RELATIONS)
+
     # -- N:M ---------------------------------------------------------------------------------------------------
     def test_link_table_whose_other_side_is_outside_the_job(self):
         sc = Scenario(self, "gnm")
