@@ -66,9 +66,10 @@ void BatchLog::record_conflicts(const Batch& batch) const {
 
 void BatchLog::mark_copied(const Batch& batch) const {
   std::vector<std::string> hashes, keys;
-  for (const auto& r : batch.roots) {
-    hashes.push_back(r.hash);
-    keys.push_back(r.encoded);
+  for (size_t i = 0; i < batch.roots.size(); ++i) {
+    if (batch.stays(i)) continue;  // blocked (a diamond row whose other parent is not archived): not copied
+    hashes.push_back(batch.roots[i].hash);
+    keys.push_back(batch.roots[i].encoded);
   }
   m_ctx.registry.mark_roots(m_ctx.dst, m_ctx.job_id, hashes, "copied", &keys);
 }

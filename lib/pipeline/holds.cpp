@@ -32,9 +32,9 @@ std::vector<size_t> positions(size_t n) {
 }  // namespace
 
 bool Holds::any() const {
-  if (!m_ctx.deletes()) return false;  // copy-only leaves the source as it is: nothing to keep there
   for (const auto& m : m_ctx.tables) {
-    if (m.edges.size() > 1 || !m.outside.empty()) return true;
+    // copy-only deletes nothing: references from outside cannot be broken by it.
+    if (m.edges.size() > 1 || (m_ctx.deletes() && !m.outside.empty())) return true;
   }
   return false;
 }
@@ -43,7 +43,7 @@ void Holds::check(db::Connection& conn, const Batch& tree, Read read, Batch& bat
   if (!any()) return;
   if (batch.fate.size() != batch.roots.size()) batch.fate.assign(batch.roots.size(), RootFate::moved);
   parents(conn, tree, read, batch);
-  outside(conn, tree, read, batch);
+  if (m_ctx.deletes()) outside(conn, tree, read, batch);
   shared(tree, batch);
 }
 
@@ -76,14 +76,18 @@ void Holds::parents(db::Connection& conn, const Batch& tree, Read read, Batch& b
       if (values.empty()) continue;
       // Is the parent still in the source? Gone means archived (or never there): the row may go. Under the delete's
       // locks the parent rows are read FOR UPDATE: none of them can be deleted or re-keyed before this commit.
+      // copy-only deletes nothing, so it asks the archive instead: the row is copied only once its parent is there.
+      const bool copy_only = !m_ctx.deletes();
+      db::Connection& on = copy_only ? m_ctx.dst : conn;
       std::vector<std::string> ref_names;
       for (size_t k : e.parent_ref_idx) ref_names.push_back(pm.columns[k]);
       db::RowSet found;
       found.set_columns(ref_names);
-      for (const auto& list : key_lists(ref_names, values, statement_budget(conn))) {
-        // goarchive: the parents of diamond rows that stay in the source
-        conn.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", sql::ident_list(ref_names), pm.source_name, list,
-                                read == Read::locked ? " FOR UPDATE" : ""),
+      for (const auto& list : key_lists(ref_names, values, statement_budget(on))) {
+        // goarchive: the parents of diamond rows that stay in the source (copy-only: that are in the archive)
+        on.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", sql::ident_list(ref_names),
+                              copy_only ? pm.destination_name : pm.source_name, list,
+                              read == Read::locked && !copy_only ? " FOR UPDATE" : ""),
                     [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
                       for (size_t c = 0; c < cols; ++c) found.push(cells[c], cells[c] ? lengths[c] : 0);
                     });
@@ -91,6 +95,18 @@ void Holds::parents(db::Connection& conn, const Batch& tree, Read read, Batch& b
       std::vector<bool> ref_binary;
       for (size_t k : e.parent_ref_idx) ref_binary.push_back(pm.binary[k]);
       std::vector<size_t> idx = positions(ref_names.size());
+      if (copy_only) {
+        for (size_t f = 0; f < found.rows(); ++f) missing.erase(encode_values(found, f, idx));
+        for (const auto& [value, children] : missing) {
+          for (size_t r : children) {
+            block(batch, rows.root[r],
+                  fmt::format("{} belongs to {}, which is neither in this batch nor in the archive",
+                              name_row(m, rows.rows, r),
+                              name_columns(pm.node.table, ref_names, rows.rows, r, e.fk_idx, e.fk_binary)));
+          }
+        }
+        continue;
+      }
       for (size_t f = 0; f < found.rows(); ++f) {
         auto it = missing.find(encode_values(found, f, idx));
         // Matched by collation, not by bytes: which child it is cannot be told, so every such child stays.

@@ -3,7 +3,8 @@
 // references): a row of its tree that still belongs to a parent row staying in the source, rows of a table
 // outside the job that still reference its tree (a RESTRICT / NO ACTION foreign key), or a row it shares with
 // another root of the batch that stays. Such a root is left `blocked`: it stays in the source, its archived copy
-// is removed, and the run still succeeds. It only reads: plainly in the reader's snapshot (so that blocked roots
+// is removed, and the run still succeeds. copy-only deletes nothing: it blocks only a diamond row whose other
+// parent is neither in the batch nor in the archive (its copy would be an orphan there). It only reads: plainly in the reader's snapshot (so that blocked roots
 // are not copied at all), and under the delete's locks in the Remover, where the decision is made.
 #include <string>
 
