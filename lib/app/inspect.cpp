@@ -1,6 +1,8 @@
 // Commands that read and never write: dry-run, validate, jobs, locks, discover; and jobs clear.
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <map>
 #include <iostream>
 #include <set>
 
@@ -194,7 +196,7 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   }
   std::cout << fmt::format("dry-run of {} job {}: preflight passed; nothing was written\n\n", to_string(options.mode),
                            job.name);
-  std::cout << "tree:\n" << tree.render() << "\nrows that would move (as of now):\n";
+  std::cout << tree.render_plan() << "\nrows that would move (as of now, along each table's first parent):\n";
   for (const auto& [name, n] : counts) std::cout << fmt::format("  {:<28} {:>12}\n", name, n);
   std::cout << "\nSQL per batch:\n";
   for (const auto& q : engine.sample_sql()) std::cout << q << ";\n";
@@ -499,43 +501,67 @@ int discover(const config::Config& cfg, const std::string& root_table) {
   auto src = connect(cfg.source, "source (discover)");
   require_table(*src, cfg.source.database, root_table);
   auto fks = schema::foreign_keys_in(*src, cfg.source.database);
-  // Breadth-first from the root over foreign keys that point at tables already in the tree.
+  // Breadth-first from the root over foreign keys that point at tables already in the job. A table reached again
+  // through another parent gets a further relation (a diamond), unless that would close a cycle.
   std::vector<std::string> tree{root_table};
-  std::set<std::string> in_tree{root_table};
-  std::string out = fmt::format("# relations of the tree under {}.{} (from the source's foreign keys)\n"
+  std::map<std::string, std::vector<std::string>> parents{{root_table, {}}};
+  std::function<bool(const std::string&, const std::string&)> reaches = [&](const std::string& from,
+                                                                             const std::string& to) {
+    if (from == to) return true;
+    for (const auto& p : parents[from]) {
+      if (reaches(p, to)) return true;
+    }
+    return false;
+  };
+  std::string out = fmt::format("# relations of the job under {}.{} (from the source's foreign keys)\n"
                                 "[jobs.archive_{}]\nroot_table = {}\nwhere = \"<condition on {}>\"\n",
                                 cfg.source.database, root_table, root_table, json_quote(root_table), root_table);
   std::vector<std::string> notes;
+  auto relation = [&](const schema::ForeignKey& fk) {
+    std::string cols = fk.columns.size() == 1 ? json_quote(fk.columns[0]) : [&] {
+      std::string l = "[";
+      for (size_t k = 0; k < fk.columns.size(); ++k) l += (k ? ", " : "") + json_quote(fk.columns[k]);
+      return l + "]";
+    }();
+    out += fmt::format("\n[[jobs.archive_{}.relations]]\ntable = {}\n", root_table, json_quote(fk.table));
+    if (fk.ref_table != root_table || !parents[fk.table].empty()) {
+      out += fmt::format("parent = {}\n", json_quote(fk.ref_table));
+    }
+    out += fmt::format("foreign_key = {}\n", cols);
+    parents[fk.table].push_back(fk.ref_table);
+  };
   for (size_t i = 0; i < tree.size(); ++i) {
     for (const auto& fk : fks) {
       if (fk.ref_table != tree[i] || fk.ref_database != cfg.source.database) continue;
       if (fk.database != cfg.source.database) continue;  // another database: reported below as BLOCKS
-      if (in_tree.count(fk.table)) {
-        if (fk.table != tree[i]) {
-          notes.push_back(fmt::format("# NOTE: {}.{} also references {} ({}): a second parent inside the tree; "
-                                      "preflight refuses it until one of the keys is dropped or the table is left out",
-                                      fk.table, join(fk.columns, ","), fk.ref_table, fk.name));
-        }
-        continue;
+      if (fk.table == tree[i]) {
+        notes.push_back(fmt::format("# REFUSED: {}.{} references {} itself ({}): goarchive refuses self-references "
+                                    "(a row's parent may be in another batch or archived later); drop that key",
+                                    fk.table, join(fk.columns, ","), fk.ref_table, fk.name));
+      } else if (!parents.count(fk.table)) {
+        tree.push_back(fk.table);
+        relation(fk);
+      } else if (reaches(fk.ref_table, fk.table)) {
+        notes.push_back(fmt::format("# REFUSED: {}.{} references {} ({}), which is below {} in the job: a cycle, "
+                                    "which goarchive refuses; drop that key",
+                                    fk.table, join(fk.columns, ","), fk.ref_table, fk.name, fk.table));
+      } else {
+        relation(fk);  // a further parent: the row moves only when every parent it has is archived too
       }
-      in_tree.insert(fk.table);
-      tree.push_back(fk.table);
-      std::string cols = fk.columns.size() == 1 ? json_quote(fk.columns[0]) : [&] {
-        std::string l = "[";
-        for (size_t k = 0; k < fk.columns.size(); ++k) l += (k ? ", " : "") + json_quote(fk.columns[k]);
-        return l + "]";
-      }();
-      out += fmt::format("\n[[jobs.archive_{}.relations]]\ntable = {}\n", root_table, json_quote(fk.table));
-      if (fk.ref_table != root_table) out += fmt::format("parent = {}\n", json_quote(fk.ref_table));
-      out += fmt::format("foreign_key = {}\n", cols);
     }
   }
   for (const auto& fk : fks) {
-    bool outside = fk.database != cfg.source.database || !in_tree.count(fk.table);
-    if (in_tree.count(fk.ref_table) && outside && fk.ref_database == cfg.source.database) {
-      notes.push_back(fmt::format("# BLOCKS: {}.{} ({}) references {} from outside the tree ({}); archive or purge "
-                                  "refuses this tree until that key is dropped",
-                                  fk.database, fk.table, join(fk.columns, ","), fk.ref_table, fk.name));
+    bool outside = fk.database != cfg.source.database || !parents.count(fk.table);
+    if (parents.count(fk.ref_table) && outside && fk.ref_database == cfg.source.database) {
+      notes.push_back(
+          fk.restricts()
+              ? fmt::format("# NOTE: {}.{} ({}) references {} from outside the job ({}, ON DELETE {}): a root whose "
+                            "rows it still references stays in the source, reported as blocked",
+                            fk.database, fk.table, join(fk.columns, ","), fk.ref_table, fk.name, fk.delete_rule)
+              : fmt::format("# BLOCKS: {}.{} ({}) references {} from outside the job ({}, ON DELETE {}); archive or "
+                            "purge refuses this job until {}.{} is archived first",
+                            fk.database, fk.table, join(fk.columns, ","), fk.ref_table, fk.name, fk.delete_rule,
+                            fk.database, fk.table));
     }
   }
   std::cout << out;

@@ -55,6 +55,19 @@ int plan(const config::Config& cfg, const std::string& job_name, Format format) 
       for (const auto& c : n.references) refs.push(Json(c));
       t.set("references", refs);
       t.set("depth", Json(n.depth));
+      Json also = Json::array();
+      for (const auto& e : n.also) {
+        Json a = Json::object();
+        a.set("parent", Json(tree.nodes()[static_cast<size_t>(e.parent)].table));
+        Json afk = Json::array();
+        for (const auto& c : e.foreign_key) afk.push(Json(c));
+        a.set("foreign_key", afk);
+        Json arefs = Json::array();
+        for (const auto& c : e.references) arefs.push(Json(c));
+        a.set("references", arefs);
+        also.push(a);
+      }
+      t.set("also_under", also);
       tables.push(t);
     }
     out.set("tables", tables);
@@ -63,6 +76,7 @@ int plan(const config::Config& cfg, const std::string& job_name, Format format) 
     for (const auto& t : del) dor.push(Json(t));
     out.set("copy_order", co);
     out.set("delete_order", dor);
+    if (tree.has_diamonds()) out.set("rule", Json(plan::k_diamond_rule));
     Json settings = Json::object();
     for (const auto& [k, s] : cfg.settings) {
       if (k.rfind(prefix, 0) == 0) settings.set(k.substr(prefix.size()), Json(s.value));
@@ -72,9 +86,7 @@ int plan(const config::Config& cfg, const std::string& job_name, Format format) 
     return 0;
   }
   std::cout << "job " << job_name << ": root table " << job.root_table << " where " << job.where << "\n\n";
-  std::cout << "tree:\n" << tree.render() << "\n";
-  std::cout << "copy order (parent-first):  " << join(copy, " -> ") << "\n";
-  std::cout << "delete order (child-first): " << join(del, " -> ") << "\n\nsettings:\n";
+  std::cout << tree.render_plan() << "\nsettings:\n";
   for (const auto& [k, s] : cfg.settings) {
     if (k.rfind(prefix, 0) == 0 && k != prefix + "root_table" && k != prefix + "where") {
       std::cout << fmt::format("  {:<20} {}\n", k.substr(prefix.size()), s.value.empty() ? "\"\"" : s.value);

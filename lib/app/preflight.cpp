@@ -1,5 +1,7 @@
 #include "app/preflight.h"
 
+#include "app/preflight_keys.h"
+
 #include <algorithm>
 #include <set>
 
@@ -126,72 +128,44 @@ private:
       for (const auto& c : m_report.source_tables[i].primary_key) check_key_column(m_report.source_tables[i], c, "primary key");
     }
     for (size_t i = 1; i < m_tree.nodes().size(); ++i) {
-      const auto& n = m_tree.nodes()[i];
-      const auto& t = m_report.source_tables[i];
-      const auto& p = m_report.source_tables[static_cast<size_t>(n.parent)];
-      for (const auto& c : n.foreign_key) {
-        const schema::Column* col = t.column(c);
-        if (!col) fail(fmt::format("relation {}: column {} does not exist in {}; fix foreign_key", n.table, c, name(t)));
-        else if (col->generated) fail(fmt::format("relation {}: foreign key column {} is generated", n.table, c));
-      }
-      std::vector<std::string> refs = n.references.empty() ? p.primary_key : n.references;
-      for (const auto& c : refs) {
-        if (!p.column(c)) fail(fmt::format("relation {}: referenced column {} does not exist in {}; fix references", n.table, c, name(p)));
-        else check_key_column(p, c, "references of relation " + n.table);
-      }
-      for (const auto& c : n.foreign_key) check_key_column(t, c, "foreign_key of relation " + n.table);
-      if (refs.size() != n.foreign_key.size()) {
-        fail(fmt::format("relation {}: foreign_key has {} column(s) but {}'s key has {}; list one column per key "
-                         "column (or set references)",
-                         n.table, n.foreign_key.size(), p.name, refs.size()));
-      }
-      if (!n.references.empty()) {
-        bool unique = std::any_of(p.unique_keys.begin(), p.unique_keys.end(),
-                                  [&](const auto& k) { return same_columns(k, n.references); });
-        if (!unique) {
-          fail(fmt::format("relation {}: references ({}) is not a unique key of {}; a child must point at exactly one "
-                           "parent row",
-                           n.table, join(n.references, ", "), name(p)));
-        }
+      for (const auto& e : m_tree.nodes()[i].edges()) check_relation(i, e);
+    }
+  }
+
+  // One edge of the job's graph: table `i` under parent `e.parent`.
+  void check_relation(size_t i, const plan::Edge& e) {
+    const std::string& table = m_tree.nodes()[i].table;
+    const auto& t = m_report.source_tables[i];
+    const auto& p = m_report.source_tables[static_cast<size_t>(e.parent)];
+    for (const auto& c : e.foreign_key) {
+      const schema::Column* col = t.column(c);
+      if (!col) fail(fmt::format("relation {}: column {} does not exist in {}; fix foreign_key", table, c, name(t)));
+      else if (col->generated) fail(fmt::format("relation {}: foreign key column {} is generated", table, c));
+    }
+    std::vector<std::string> refs = e.references.empty() ? p.primary_key : e.references;
+    for (const auto& c : refs) {
+      if (!p.column(c)) fail(fmt::format("relation {}: referenced column {} does not exist in {}; fix references", table, c, name(p)));
+      else check_key_column(p, c, "references of relation " + table);
+    }
+    for (const auto& c : e.foreign_key) check_key_column(t, c, "foreign_key of relation " + table);
+    if (refs.size() != e.foreign_key.size()) {
+      fail(fmt::format("relation {}: foreign_key has {} column(s) but {}'s key has {}; list one column per key "
+                       "column (or set references)",
+                       table, e.foreign_key.size(), p.name, refs.size()));
+    }
+    if (!e.references.empty()) {
+      bool unique = std::any_of(p.unique_keys.begin(), p.unique_keys.end(),
+                                [&](const auto& k) { return same_columns(k, e.references); });
+      if (!unique) {
+        fail(fmt::format("relation {}: references ({}) is not a unique key of {}; a child must point at exactly one "
+                         "parent row",
+                         table, join(e.references, ", "), name(p)));
       }
     }
   }
 
   void check_foreign_keys() {
-    std::map<std::string, size_t> in_tree;
-    for (size_t i = 0; i < m_report.source_tables.size(); ++i) {
-      const auto& t = m_report.source_tables[i];
-      in_tree[ascii_lower(t.database) + "." + ascii_lower(t.name)] = i;
-    }
-    auto key = [](const std::string& db, const std::string& t) { return ascii_lower(db) + "." + ascii_lower(t); };
-    for (size_t i = 0; i < m_report.source_tables.size(); ++i) {
-      const auto& t = m_report.source_tables[i];
-      if (deletes()) {
-        for (const auto& fk : t.referenced_by) {
-          if (in_tree.count(key(fk.database, fk.table))) continue;
-          fail(fmt::format("foreign key {} on {}.{} references {} from outside the archive set: deleting {} rows would "
-                           "orphan or cascade-delete {} rows that were never copied; add {} to the tree as a relation "
-                           "or drop the foreign key",
-                           fk.name, fk.database, fk.table, name(t), t.name, fk.table, fk.table));
-        }
-      }
-      // Every foreign key between two tables of the tree must be an edge of the tree.
-      for (const auto& fk : t.references) {
-        auto it = in_tree.find(key(fk.ref_database, fk.ref_table));
-        if (it == in_tree.end()) continue;  // an upstream parent outside the tree (e.g. customers): fine
-        const auto& n = m_tree.nodes()[i];
-        bool is_edge = n.parent >= 0 && static_cast<size_t>(n.parent) == it->second && same_columns(fk.columns, n.foreign_key);
-        if (!is_edge) {
-          fail(fmt::format("foreign key {} of {} ({}) references {}.{}, but the tree has no such edge ({}); a row with "
-                           "a second parent inside the tree could be deleted before or after the wrong parent. Make "
-                           "{} a relation under {} with foreign_key = ({}), or leave one of the tables out",
-                           fk.name, name(t), join(fk.columns, ", "), fk.ref_database, fk.ref_table,
-                           n.parent < 0 ? std::string(t.name + " is the root")
-                                        : t.name + "'s parent is " + m_tree.nodes()[static_cast<size_t>(n.parent)].table,
-                           t.name, fk.ref_table, join(fk.columns, ", ")));
-        }
-      }
-    }
+    for (auto& f : foreign_key_findings(m_job, m_tree, m_report.source_tables, deletes())) fail(std::move(f));
   }
 
   void check_where() {
@@ -243,6 +217,17 @@ private:
     std::vector<std::string> privs = {"SELECT"};
     if (deletes()) privs.push_back("DELETE");
     for (const auto& t : m_report.source_tables) require_privileges(m_src, privs, t.database, t.name, "source");
+    if (!deletes()) return;
+    // The delete's locked read counts the rows that still reference the job from outside (RESTRICT keys).
+    std::set<std::string> outside;
+    for (const auto& t : m_report.source_tables) {
+      for (const auto& fk : t.referenced_by) {
+        bool in_job = ascii_lower(fk.database) == ascii_lower(m_cfg.source.database) && m_tree.index_of(fk.table) >= 0;
+        if (!in_job && fk.restricts() && outside.insert(fk.database + "." + fk.table).second) {
+          require_privileges(m_src, {"SELECT"}, fk.database, fk.table, "source");
+        }
+      }
+    }
   }
 
   void check_registry_privileges() {

@@ -314,6 +314,14 @@ private:
                              left);
         spdlog::warn("{}", reason);
       }
+      if (m_stats.roots_blocked > 0) {
+        // Not an error either: they go once what holds them is archived too.
+        std::string blocked = fmt::format("{} root(s) blocked and left in the source: a parent staying there or a "
+                                          "table outside the job still holds their tree",
+                                          m_stats.roots_blocked);
+        reason += "; " + blocked;
+        spdlog::warn("{}", blocked);
+      }
     }
     if (m_stats.roots_conflict > 0) {
       reason = conflict_reason();

@@ -45,6 +45,8 @@ enum class RootFate {
   changed,    // the application changed its tree after the copy; its archived copy is removed
   withdrawn,  // it no longer matches `where`; its archived copy is removed
   conflict,   // recovery cannot prove which version is current: both are kept, the run exits 1
+  blocked,    // its tree still belongs to a parent that stays, or is referenced from outside the job (holds.h);
+              // its archived copy is removed like `changed`; not an error
 };
 
 struct Batch {
@@ -63,6 +65,7 @@ struct Batch {
   std::vector<TableRows> tables;                    // by node index
   std::vector<RootFate> fate;                       // per root
   std::vector<std::string> reasons;                 // a few examples of why roots stayed, for the log
+  std::vector<std::string> blocked;                 // why each blocked root stays, one line per root
   std::vector<unsigned long long> copied, verified, deleted;  // per table
   double t_read = 0, t_delete = 0;
 

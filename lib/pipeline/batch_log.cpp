@@ -28,6 +28,7 @@ void BatchLog::claim(Batch& batch) const {
 void BatchLog::end(Batch& batch) const {
   if (batch.id == 0) return;
   auto stayed = static_cast<unsigned>(batch.count(RootFate::changed) + batch.count(RootFate::withdrawn) +
+                                      batch.count(RootFate::blocked) +
                                       batch.count(RootFate::conflict));
   batch.next_version =
       m_ctx.registry.transition(m_ctx.dst, batch.id, {"copied", "deleting"}, "done", batch.version, stayed);
@@ -39,7 +40,10 @@ void BatchLog::mark_deleting(Batch& batch, db::Connection& conn) const {
   // Conflicts are not recorded as kept: a later recovery must compare those roots again, never drop a copy.
   std::vector<tracking::RootKey> kept;
   for (size_t i = 0; i < batch.roots.size(); ++i) {
-    if (batch.fate[i] == RootFate::changed || batch.fate[i] == RootFate::withdrawn) kept.push_back(batch.roots[i]);
+    if (batch.fate[i] == RootFate::changed || batch.fate[i] == RootFate::withdrawn ||
+        batch.fate[i] == RootFate::blocked) {
+      kept.push_back(batch.roots[i]);
+    }
   }
   db::Transaction tx(conn);
   unsigned v = m_ctx.registry.transition(conn, batch.id, {"copied", "deleting"}, "deleting", batch.version);
@@ -65,9 +69,10 @@ void BatchLog::record_conflicts(const Batch& batch) const {
 
 void BatchLog::mark_copied(const Batch& batch) const {
   std::vector<std::string> hashes, keys;
-  for (const auto& r : batch.roots) {
-    hashes.push_back(r.hash);
-    keys.push_back(r.encoded);
+  for (size_t i = 0; i < batch.roots.size(); ++i) {
+    if (batch.stays(i)) continue;  // blocked (a diamond row whose other parent is not archived): not copied
+    hashes.push_back(batch.roots[i].hash);
+    keys.push_back(batch.roots[i].encoded);
   }
   m_ctx.registry.mark_roots(m_ctx.dst, m_ctx.job_id, hashes, "copied", &keys);
 }

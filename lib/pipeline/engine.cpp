@@ -12,7 +12,7 @@ Context make_context(Mode mode, const config::Job& job, std::vector<TableMeta> t
               job_id, run_id, std::move(scope), std::move(hooks), Stats{}, nullptr, false, {}};
   for (const auto& t : ctx.tables) {
     ctx.stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
-    ctx.gap_locks = ctx.gap_locks || t.config_only;
+    for (const auto& e : t.edges) ctx.gap_locks = ctx.gap_locks || e.config_only;
   }
   return ctx;
 }

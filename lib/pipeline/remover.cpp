@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/holds.h"
 #include "pipeline/rows.h"
 #include "util/fault.h"
 
@@ -51,6 +52,8 @@ void Remover::judge(Batch& batch, const Batch& now, const std::vector<bool>& mat
                   name_row(m_ctx.root(), roots.rows, r) + " no longer matches `where`");
     }
   }
+  // Last, because a root that stays for any reason above also keeps the roots it shares a row with.
+  Holds(m_ctx).check(m_ctx.src, now, Read::locked, batch);
 }
 
 // Every copied row must be in the locked tree, under the same root, byte-equal; every locked row must have been

@@ -23,7 +23,9 @@ public:
 private:
   // Which roots of `batch` must stay in the source, given the locked tree `now` and, per locked root row,
   // whether it still matches `where`. A root may go only if, under the locks, it still matches `where`, every
-  // row copied for it is there unchanged under it, and no row was added to its tree.
+  // row copied for it is there unchanged under it, and no row was added to its tree; and nothing holds it (holds.h):
+  // no row of its tree still belongs to a parent that stays in the source, none is referenced from outside the
+  // job, and it shares no row with a root that stays.
   void judge(Batch& batch, const Batch& now, const std::vector<bool>& matches) const;
   void compare_table(Batch& batch, const Batch& now, size_t t) const;
   // Recovery of a deleting batch: a root gone from the source whose copied rows are still there (by primary

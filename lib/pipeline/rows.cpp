@@ -143,6 +143,13 @@ std::string name_row(const TableMeta& m, const db::RowSet& rows, size_t r) {
   return m.node.table + " (" + join(m.key_cols, ", ") + ") = (" + join(shown, ", ") + ")";
 }
 
+std::string name_columns(const std::string& table, const std::vector<std::string>& names, const db::RowSet& rows,
+                         size_t r, const std::vector<size_t>& idx, const std::vector<bool>& binary) {
+  std::vector<std::string> shown;
+  for (size_t k = 0; k < idx.size(); ++k) shown.push_back(readable(rows.get(r, idx[k]), k < binary.size() && binary[k]));
+  return table + " (" + join(names, ", ") + ") = (" + join(shown, ", ") + ")";
+}
+
 size_t statement_budget(const db::Connection& conn) {
   return std::clamp<size_t>(conn.max_allowed_packet() / 2, 32 * 1024, 8 * 1024 * 1024);
 }

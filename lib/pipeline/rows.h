@@ -37,6 +37,9 @@ std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet&
 // `salaries (emp_no, from_date) = (10103, '1986-06-26')`: how every message names a row.
 std::string name_row(const TableMeta& m, const db::RowSet& rows, size_t r);
 std::string name_key(const TableMeta& m, const std::vector<std::string>& key_values);
+// `rental (rental_id) = (9)`: a row named by other columns (`names`, at positions `idx` of `rows`).
+std::string name_columns(const std::string& table, const std::vector<std::string>& names, const db::RowSet& rows,
+                         size_t r, const std::vector<size_t>& idx, const std::vector<bool>& binary);
 
 // Bytes of SQL text one statement may carry on `conn`: well below its max_allowed_packet.
 size_t statement_budget(const db::Connection& conn);

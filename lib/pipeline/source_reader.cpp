@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "pipeline/holds.h"
 #include "pipeline/rows.h"
 
 namespace goarchive::pipeline {
@@ -40,6 +41,7 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
     tb.index(tb.size() - 1, encode_values(tb.rows, tb.size() - 1, root.key_idx), owner);
   }
   m_tree.read_children(src, Side::source, batch, Read::plain);
+  leave_held(batch);
   snapshot.commit();
   batch.loaded = true;
   return last;
@@ -66,8 +68,20 @@ void SourceReader::read_known(Batch& batch) const {
   }
   batch.drop_rows_of(withdrawn);
   m_tree.read_children(src, Side::source, batch, Read::plain);
+  leave_held(batch);
   snapshot.commit();
   batch.loaded = true;
+}
+
+// Roots already held in the snapshot are not copied at all (a copy of a row whose other parent is not archived
+// would fail the archive's foreign-key check); the Remover decides again, under its locks, for the others.
+void SourceReader::leave_held(Batch& batch) const {
+  Holds holds(m_ctx);
+  if (!holds.any()) return;
+  holds.check(m_ctx.src, batch, Read::plain, batch);
+  std::vector<bool> drop(batch.roots.size(), false);
+  for (int r : batch.roots_with(RootFate::blocked)) drop[static_cast<size_t>(r)] = true;
+  batch.drop_rows_of(drop);
 }
 
 }  // namespace goarchive::pipeline

@@ -23,6 +23,8 @@ public:
   void read_known(Batch& batch) const;
 
 private:
+  void leave_held(Batch& batch) const;
+
   const Context& m_ctx;
   const TreeReader& m_tree;
 };

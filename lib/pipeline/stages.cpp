@@ -140,7 +140,9 @@ void Stages::write_end(Batch& batch) {
   if (m_ctx.mode == Mode::archive) {
     std::vector<int> stayed = batch.roots_with(RootFate::changed);
     std::vector<int> withdrawn = batch.roots_with(RootFate::withdrawn);
+    std::vector<int> blocked = batch.roots_with(RootFate::blocked);
     stayed.insert(stayed.end(), withdrawn.begin(), withdrawn.end());
+    stayed.insert(stayed.end(), blocked.begin(), blocked.end());
     m_writer.remove_copied_rows(batch, stayed);
     m_log.record_conflicts(batch);
   }
@@ -197,6 +199,11 @@ void Stages::account(Batch& batch) {
     m_ctx.skip_roots.insert(batch.roots[static_cast<size_t>(r)].hash);
   }
   m_ctx.stats.roots_conflict += conflicts;
+  m_ctx.stats.roots_blocked += batch.count(RootFate::blocked);
+  for (const auto& why : batch.blocked) {
+    spdlog::warn("batch {}: root left in the source (blocked): {}", batch.no, why);
+    if (m_ctx.stats.blocked.size() < 20) m_ctx.stats.blocked.push_back(why);
+  }
   m_ctx.stats.roots_done += batch.count(RootFate::moved);
   ++m_ctx.stats.batches;
   m_ctx.stats.roots += batch.roots.size();

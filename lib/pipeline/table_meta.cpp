@@ -26,9 +26,10 @@ bool same_names(const std::vector<std::string>& a, const std::vector<std::string
 }
 
 // True when the source declares a foreign key from `child` to `parent` over the relation's columns.
-bool declared_in_database(const TableMeta& child, const std::string& parent_table) {
+bool declared_in_database(const TableMeta& child, const std::string& parent_table,
+                          const std::vector<std::string>& foreign_key) {
   for (const auto& fk : child.source.references) {
-    if (ascii_lower(fk.ref_table) == ascii_lower(parent_table) && same_names(fk.columns, child.node.foreign_key)) {
+    if (ascii_lower(fk.ref_table) == ascii_lower(parent_table) && same_names(fk.columns, foreign_key)) {
       return true;
     }
   }
@@ -59,9 +60,15 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
     m.key_idx.push_back(pos(k));
     m.key_binary.push_back(m.binary[m.key_idx.back()]);
   }
-  for (const auto& f : node.foreign_key) {
-    m.fk_idx.push_back(pos(f));
-    if (const schema::Column* col = info.column(f); col && !col->collation.empty()) m.collated_fk = true;
+  for (const auto& e : node.edges()) {
+    EdgeMeta em;
+    em.parent = e.parent;
+    em.foreign_key = e.foreign_key;
+    for (const auto& f : e.foreign_key) {
+      em.fk_idx.push_back(pos(f));
+      if (const schema::Column* col = info.column(f); col && !col->collation.empty()) em.collated_fk = true;
+    }
+    m.edges.push_back(std::move(em));
   }
   m.select_list = sql::ident_list(m.columns);
   return m;
@@ -78,18 +85,49 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
   // Referenced columns are positions in the parent's column list.
   for (size_t i = 1; i < out.size(); ++i) {
     TableMeta& child = out[i];
-    const TableMeta& parent = out[static_cast<size_t>(child.node.parent)];
-    std::vector<std::string> refs = child.node.references.empty() ? parent.key_cols : child.node.references;
-    for (size_t k = 0; k < refs.size(); ++k) {
-      size_t p = position(parent.columns, refs[k]);
-      if (p == parent.columns.size()) {
-        throw PreflightError(fmt::format("column {} of table {} (referenced by {}) is missing", refs[k],
-                                         parent.node.table, child.node.table));
+    std::vector<plan::Edge> edges = child.node.edges();
+    for (size_t e = 0; e < edges.size(); ++e) {
+      EdgeMeta& em = child.edges[e];
+      const TableMeta& parent = out[static_cast<size_t>(em.parent)];
+      std::vector<std::string> refs = edges[e].references.empty() ? parent.key_cols : edges[e].references;
+      for (size_t k = 0; k < refs.size(); ++k) {
+        size_t p = position(parent.columns, refs[k]);
+        if (p == parent.columns.size()) {
+          throw PreflightError(fmt::format("column {} of table {} (referenced by {}) is missing", refs[k],
+                                           parent.node.table, child.node.table));
+        }
+        em.parent_ref_idx.push_back(p);
+        em.fk_binary.push_back(child.binary[em.fk_idx[k]] || parent.binary[p]);
       }
-      child.parent_ref_idx.push_back(p);
-      child.fk_binary.push_back(child.binary[child.fk_idx[k]] || parent.binary[p]);
+      em.config_only = !declared_in_database(child, parent.node.table, em.foreign_key);
     }
-    child.config_only = !declared_in_database(child, parent.node.table);
+    const EdgeMeta& primary = child.edges.front();
+    child.fk_idx = primary.fk_idx;
+    child.parent_ref_idx = primary.parent_ref_idx;
+    child.fk_binary = primary.fk_binary;
+    child.collated_fk = primary.collated_fk;
+    child.config_only = primary.config_only;
+  }
+  // Foreign keys into the job from tables outside it.
+  for (auto& m : out) {
+    for (const auto& fk : m.source.referenced_by) {
+      bool in_job = false;
+      for (const auto& n : tree.nodes()) in_job = in_job || ascii_lower(n.table) == ascii_lower(fk.table);
+      if (in_job && ascii_lower(fk.database) == ascii_lower(source_db)) continue;
+      OutsideRef ref;
+      ref.fk = fk;
+      ref.source_name = sql::qualified(fk.database, fk.table);
+      for (const auto& c : fk.ref_columns) {
+        size_t p = position(m.columns, c);
+        if (p == m.columns.size()) {
+          throw PreflightError(fmt::format("column {} of table {} (referenced by {}.{}) is missing or generated", c,
+                                           m.node.table, fk.table, fk.name));
+        }
+        ref.ref_idx.push_back(p);
+        ref.binary.push_back(m.binary[p]);
+      }
+      m.outside.push_back(std::move(ref));
+    }
   }
   return out;
 }

@@ -10,6 +10,25 @@
 
 namespace goarchive::pipeline {
 
+// One parent of a table inside the job, with the positions its SQL needs.
+struct EdgeMeta {
+  int parent = -1;                     // node index
+  std::vector<std::string> foreign_key;
+  std::vector<size_t> fk_idx;          // this table's foreign-key columns
+  std::vector<size_t> parent_ref_idx;  // the referenced columns, positions in the parent's `columns`
+  std::vector<bool> fk_binary;         // per foreign-key column: either side binary
+  bool collated_fk = false;            // see TableMeta::collated_fk
+  bool config_only = false;            // see TableMeta::config_only
+};
+
+// A foreign key from a table outside the job into this one (RESTRICT / NO ACTION: preflight refuses the others).
+struct OutsideRef {
+  schema::ForeignKey fk;
+  std::string source_name;         // `db`.`table` of the referencing table
+  std::vector<size_t> ref_idx;     // the referenced columns, positions in this table's `columns`
+  std::vector<bool> binary;        // per referenced column
+};
+
 struct TableMeta {
   plan::Node node;
   schema::TableInfo source;
@@ -30,6 +49,10 @@ struct TableMeta {
   // The relation is declared only in the config (no foreign key in the source database): nothing makes an
   // application's insert of a child wait for the delete of its parent, so the delete's read takes gap locks.
   bool config_only = false;
+  // Every parent in the job, the primary one (the fields above) first; more than one for a diamond.
+  std::vector<EdgeMeta> edges;
+  // Foreign keys from tables outside the job into this one: a row they still reference stays (its root blocked).
+  std::vector<OutsideRef> outside;
 };
 
 // Builds the table metadata of a job from the source catalog (preflight has already checked it).

@@ -59,32 +59,55 @@ void TreeReader::read_children(db::Connection& conn, Side side, Batch& batch, Re
 
 void TreeReader::read_child(db::Connection& conn, Side side, Batch& batch, size_t t, Read read) const {
   const TableMeta& m = m_ctx.tables[t];
-  const TableMeta& pm = m_ctx.tables[static_cast<size_t>(m.node.parent)];
-  const TableRows& parent = batch.tables[static_cast<size_t>(m.node.parent)];
   TableRows& tb = batch.tables[t];
   tb = TableRows{};
   tb.rows.set_columns(m.columns);
+  // A table with several parents (a diamond) is read through each of them; a row found twice is the same row
+  // (union by primary key) and belongs to the root of the parent it was found through first (config order).
+  for (const EdgeMeta& e : m.edges) {
+    db::RowSet rows;
+    rows.set_columns(m.columns);
+    std::vector<int> owner;
+    read_edge(conn, side, batch, m, e, read, rows, owner);
+    if (m.edges.size() == 1) {
+      tb.rows = std::move(rows);
+      for (size_t r = 0; r < tb.size(); ++r) tb.index(r, encode_values(tb.rows, r, m.key_idx), owner[r]);
+      return;
+    }
+    for (size_t r = 0; r < rows.rows(); ++r) {
+      std::string key = encode_values(rows, r, m.key_idx);
+      if (tb.find(key)) continue;
+      append_row(tb.rows, rows, r);
+      tb.index(tb.size() - 1, std::move(key), owner[r]);
+    }
+  }
+}
+
+void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, const TableMeta& m, const EdgeMeta& e,
+                           Read read, db::RowSet& out, std::vector<int>& owner) const {
+  const TableMeta& pm = m_ctx.tables[static_cast<size_t>(e.parent)];
+  const TableRows& parent = batch.tables[static_cast<size_t>(e.parent)];
   // Distinct referenced values of the parent rows, each mapped to its parent row's root.
   std::map<std::string, int> parent_root;
   std::vector<sql::KeyLiterals> values;
   for (size_t r = 0; r < parent.size(); ++r) {
-    if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
-    if (parent_root.emplace(encode_values(parent.rows, r, m.parent_ref_idx), parent.root[r]).second) {
-      values.push_back(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
+    if (any_null(parent.rows, r, e.parent_ref_idx)) continue;
+    if (parent_root.emplace(encode_values(parent.rows, r, e.parent_ref_idx), parent.root[r]).second) {
+      values.push_back(literals(parent.rows, r, e.parent_ref_idx, e.fk_binary));
     }
   }
   const bool source = side == Side::source;
   const std::string& name = source ? m.source_name : m.destination_name;
   std::string select = m.select_list, from = name, join;
-  if (m.collated_fk) {
+  if (e.collated_fk) {
     select.clear();
     for (size_t c = 0; c < m.columns.size(); ++c) select += (c ? ", c." : "c.") + sql::ident(m.columns[c]);
-    for (size_t k = 0; k < m.parent_ref_idx.size(); ++k) select += ", p." + sql::ident(pm.columns[m.parent_ref_idx[k]]);
+    for (size_t k = 0; k < e.parent_ref_idx.size(); ++k) select += ", p." + sql::ident(pm.columns[e.parent_ref_idx[k]]);
     from = name + " AS c";
     join = " JOIN " + (source ? pm.source_name : pm.destination_name) + " AS p ON ";
-    for (size_t k = 0; k < m.fk_idx.size(); ++k) {
-      join += (k ? " AND c." : "c.") + sql::ident(m.columns[m.fk_idx[k]]) + " = p." +
-              sql::ident(pm.columns[m.parent_ref_idx[k]]);
+    for (size_t k = 0; k < e.fk_idx.size(); ++k) {
+      join += (k ? " AND c." : "c.") + sql::ident(m.columns[e.fk_idx[k]]) + " = p." +
+              sql::ident(pm.columns[e.parent_ref_idx[k]]);
     }
   }
   // A locked read of the children takes only the matching rows' locks on the foreign-key index (the delete's
@@ -95,11 +118,11 @@ void TreeReader::read_child(db::Connection& conn, Side side, Batch& batch, size_
   const char* lock = read == Read::locked ? " FOR UPDATE" : "";
   std::vector<std::string> row_parent;
   const size_t ncols = m.columns.size();
-  for (const auto& list : key_lists(m.node.foreign_key, values, statement_budget(conn), m.collated_fk ? "c" : "")) {
+  for (const auto& list : key_lists(e.foreign_key, values, statement_budget(conn), e.collated_fk ? "c" : "")) {
     conn.stream(fmt::format("SELECT {} FROM {}{} WHERE {}{}", select, from, join, list, lock),
                 [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
-                  for (size_t c = 0; c < ncols; ++c) tb.rows.push(cells[c], cells[c] ? lengths[c] : 0);
-                  if (m.collated_fk) {
+                  for (size_t c = 0; c < ncols; ++c) out.push(cells[c], cells[c] ? lengths[c] : 0);
+                  if (e.collated_fk) {
                     std::string enc;
                     for (size_t c = ncols; c < cols; ++c) {
                       enc += encode_values(std::vector<std::string>{std::string(cells[c], lengths[c])});
@@ -108,10 +131,10 @@ void TreeReader::read_child(db::Connection& conn, Side side, Batch& batch, size_
                   }
                 });
   }
-  for (size_t r = 0; r < tb.size(); ++r) {
-    std::string fk = m.collated_fk ? row_parent[r] : encode_values(tb.rows, r, m.fk_idx);
+  for (size_t r = 0; r < out.rows(); ++r) {
+    std::string fk = e.collated_fk ? row_parent[r] : encode_values(out, r, e.fk_idx);
     auto it = parent_root.find(fk);
-    tb.index(r, encode_values(tb.rows, r, m.key_idx), it == parent_root.end() ? -1 : it->second);
+    owner.push_back(it == parent_root.end() ? -1 : it->second);
   }
 }
 

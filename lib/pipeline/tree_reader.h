@@ -1,6 +1,7 @@
 #pragma once
 // Reads a batch's tree from either server: root rows by keyset or by exact key, then every child table
-// breadth-first by chunked IN lists over its parent's referenced values, each row tagged with its root.
+// in topological order by chunked IN lists over its parents' referenced values, each row tagged with its root
+// (a table with several parents is read through each and merged by primary key).
 // It only reads (plain, or FOR UPDATE inside the caller's transaction); it never writes and never commits.
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ public:
 
 private:
   void read_child(db::Connection& conn, Side side, Batch& batch, size_t t, Read read) const;
+  // The rows of table `m` under the batch's rows of one of its parents, each with that parent row's root.
+  void read_edge(db::Connection& conn, Side side, const Batch& batch, const TableMeta& m, const EdgeMeta& e, Read read,
+                 db::RowSet& out, std::vector<int>& owner) const;
   const Context& m_ctx;
 };
 

@@ -1,3 +1,5 @@
+// Owns the relation graph of a job: building it from the relations (one node per table, several edges for a
+// diamond), refusing what cannot be archived in order, the copy and delete orders, and its drawing.
 #include "plan/tree.h"
 
 #include <deque>
@@ -10,42 +12,92 @@
 
 namespace goarchive::plan {
 
+const char* const k_diamond_rule =
+    "a row with several parents in the job moves only when every such parent row moves in the same batch or is "
+    "already archived; otherwise its root stays in the source, reported as blocked";
+
+std::vector<Edge> Node::edges() const {
+  std::vector<Edge> out;
+  if (parent >= 0) out.push_back(Edge{parent, foreign_key, references});
+  out.insert(out.end(), also.begin(), also.end());
+  return out;
+}
+
+namespace {
+
+const char* const k_order_reason =
+    "a row's parent may be in another batch or may itself be archived later, so no copy order (parents first) and "
+    "delete order (children first) holds for every row";
+
+}  // namespace
+
 Tree::Tree(const config::Job& job) {
-  m_nodes.push_back(Node{job.root_table, -1, {}, {}, {}, 0});
+  m_nodes.push_back(Node{job.root_table, -1, {}, {}, {}, 0, {}, {}});
   std::map<std::string, int> index{{job.root_table, 0}};
   for (const auto& rel : job.relations) {
-    if (index.count(rel.table)) {
-      throw ConfigError(fmt::format("job \"{}\": table {} is listed twice in the tree{}; each table may appear once, "
-                                    "under one parent",
-                                    job.name, rel.table, rel.table == job.root_table ? " (it is the root table)" : ""));
+    if (rel.table == job.root_table) {
+      throw ConfigError(fmt::format("job \"{}\": relation {} is the root table itself; the root cannot be under a "
+                                    "parent in its own job ({}); remove that relation",
+                                    job.name, rel.table, k_order_reason));
     }
-    index[rel.table] = static_cast<int>(m_nodes.size());
-    m_nodes.push_back(Node{rel.table, -1, rel.foreign_key, rel.references, {}, 0});
+    if (!index.count(rel.table)) {
+      index[rel.table] = static_cast<int>(m_nodes.size());
+      m_nodes.push_back(Node{rel.table, -1, {}, {}, {}, 0, {}, {}});
+    }
   }
-  for (size_t i = 0; i < job.relations.size(); ++i) {
-    const auto& rel = job.relations[i];
+  std::vector<bool> has_primary(m_nodes.size(), false);
+  for (const auto& rel : job.relations) {
     std::string parent = rel.parent.empty() ? job.root_table : rel.parent;
+    int child = index[rel.table];
+    Node& n = m_nodes[static_cast<size_t>(child)];
+    if (parent == rel.table) {
+      throw ConfigError(fmt::format("job \"{}\": relation {} names itself as its parent ({}.{} -> {}): goarchive "
+                                    "refuses self-references, because {}; leave this relation out of the job",
+                                    job.name, rel.table, rel.table, join(rel.foreign_key, ", "), rel.table,
+                                    k_order_reason));
+    }
     auto it = index.find(parent);
     if (it == index.end()) {
       throw ConfigError(fmt::format("job \"{}\": relation {} names parent {}, which is neither the root table {} nor "
                                     "another relation's table; add a relation for {} or fix the name",
                                     job.name, rel.table, parent, job.root_table, parent));
     }
-    if (it->second == static_cast<int>(i + 1)) {
-      throw ConfigError(fmt::format("job \"{}\": relation {} names itself as its parent", job.name, rel.table));
+    for (const auto& e : n.edges()) {
+      if (e.parent == it->second && e.foreign_key == rel.foreign_key) {
+        throw ConfigError(fmt::format("job \"{}\": table {} is listed twice under parent {} with foreign_key = ({}); "
+                                      "remove one of the two relations",
+                                      job.name, rel.table, parent, join(rel.foreign_key, ", ")));
+      }
     }
-    m_nodes[i + 1].parent = it->second;
-    m_nodes[static_cast<size_t>(it->second)].children.push_back(static_cast<int>(i + 1));
+    if (!has_primary[static_cast<size_t>(child)]) {
+      has_primary[static_cast<size_t>(child)] = true;
+      n.parent = it->second;
+      n.foreign_key = rel.foreign_key;
+      n.references = rel.references;
+      m_nodes[static_cast<size_t>(it->second)].children.push_back(child);
+    } else {
+      n.also.push_back(Edge{it->second, rel.foreign_key, rel.references});
+      m_nodes[static_cast<size_t>(it->second)].also_children.push_back(child);
+    }
   }
-  // Kahn from the root: each node has one parent, so what the root does not reach lies on a cycle.
+  // Kahn over every edge: a table comes after all of its parents; what never comes lies on a cycle.
+  std::vector<std::vector<int>> out(m_nodes.size());
+  std::vector<size_t> pending(m_nodes.size(), 0);
+  for (size_t i = 1; i < m_nodes.size(); ++i) {
+    for (const auto& e : m_nodes[i].edges()) {
+      out[static_cast<size_t>(e.parent)].push_back(static_cast<int>(i));
+      ++pending[i];
+    }
+  }
   std::deque<int> queue{0};
   while (!queue.empty()) {
     int n = queue.front();
     queue.pop_front();
     m_copy_order.push_back(n);
-    for (int c : m_nodes[static_cast<size_t>(n)].children) {
-      m_nodes[static_cast<size_t>(c)].depth = m_nodes[static_cast<size_t>(n)].depth + 1;
-      queue.push_back(c);
+    for (int c : out[static_cast<size_t>(n)]) {
+      Node& child = m_nodes[static_cast<size_t>(c)];
+      child.depth = std::max(child.depth, m_nodes[static_cast<size_t>(n)].depth + 1);
+      if (--pending[static_cast<size_t>(c)] == 0) queue.push_back(c);
     }
   }
   if (m_copy_order.size() != m_nodes.size()) {
@@ -55,9 +107,10 @@ Tree::Tree(const config::Job& job) {
     for (size_t i = 0; i < m_nodes.size(); ++i) {
       if (!seen[i]) cycle.push_back(m_nodes[i].table);
     }
-    throw ConfigError(fmt::format("job \"{}\": the relations form a cycle that never reaches the root table {}: {}; "
-                                  "every chain of parents must end at the root",
-                                  job.name, job.root_table, join(cycle, " -> ")));
+    throw ConfigError(fmt::format("job \"{}\": the relations form a cycle (or hang below one) that never reaches the "
+                                  "root table {}: {}; goarchive refuses cycles, because {}; every chain of parents "
+                                  "must end at the root: remove a relation of the cycle",
+                                  job.name, job.root_table, join(cycle, ", "), k_order_reason));
   }
 }
 
@@ -68,39 +121,85 @@ int Tree::index_of(const std::string& table) const {
   return -1;
 }
 
+bool Tree::has_diamonds() const {
+  for (const auto& n : m_nodes) {
+    if (!n.also.empty()) return true;
+  }
+  return false;
+}
+
 std::vector<int> Tree::delete_order() const { return {m_copy_order.rbegin(), m_copy_order.rend()}; }
+
+bool Tree::reaches(int node, int ancestor) const {
+  if (node == ancestor) return true;
+  for (const auto& e : m_nodes[static_cast<size_t>(node)].edges()) {
+    if (reaches(e.parent, ancestor)) return true;
+  }
+  return false;
+}
 
 std::string Tree::render() const {
   std::string out;
-  auto describe = [&](const Node& n) {
-    if (n.parent < 0) return n.table + " (root)";
-    std::string refs = n.references.empty() ? "primary key" : join(n.references, ", ");
-    return fmt::format("{} ({} -> {}.{})", n.table, join(n.foreign_key, ", "),
-                       m_nodes[static_cast<size_t>(n.parent)].table, refs);
+  auto name = [&](int i) { return m_nodes[static_cast<size_t>(i)].table; };
+  auto describe = [&](int i, const Edge* via) {
+    const Node& n = m_nodes[static_cast<size_t>(i)];
+    if (!via) return n.table + " (root)";
+    std::string refs = via->references.empty() ? "primary key" : join(via->references, ", ");
+    std::string line = fmt::format("{} ({} -> {}.{})", n.table, join(via->foreign_key, ", "), name(via->parent), refs);
+    std::vector<std::string> others;
+    for (const auto& e : n.edges()) {
+      if (e.parent != via->parent || e.foreign_key != via->foreign_key) others.push_back(name(e.parent));
+    }
+    if (!others.empty()) line += " (also under " + join(others, ", ") + ")";
+    if (via->parent != n.parent && (!n.children.empty() || !n.also_children.empty())) {
+      line += " (its children are drawn under " + name(n.parent) + ")";
+    }
+    return line;
   };
-  // Depth-first with box-drawing in ASCII.
+  // Depth-first with box-drawing in ASCII; a further parent draws the child without its subtree.
   struct Frame {
     int node;
+    Edge via;
+    bool root, full;
     std::string prefix;
     bool last;
   };
-  std::vector<Frame> stack{{0, "", true}};
-  bool first = true;
+  std::vector<Frame> stack{{0, Edge{}, true, true, "", true}};
   while (!stack.empty()) {
     Frame f = stack.back();
     stack.pop_back();
     const Node& n = m_nodes[static_cast<size_t>(f.node)];
-    if (first) {
-      out += describe(n) + "\n";
-      first = false;
+    if (f.root) {
+      out += describe(f.node, nullptr) + "\n";
     } else {
-      out += f.prefix + (f.last ? "`-- " : "|-- ") + describe(n) + "\n";
+      out += f.prefix + (f.last ? "`-- " : "|-- ") + describe(f.node, &f.via) + "\n";
     }
-    std::string child_prefix = f.node == 0 ? "" : f.prefix + (f.last ? "    " : "|   ");
-    for (size_t i = n.children.size(); i-- > 0;) {
-      stack.push_back({n.children[i], child_prefix, i + 1 == n.children.size()});
+    if (!f.full) continue;
+    std::string child_prefix = f.root ? "" : f.prefix + (f.last ? "    " : "|   ");
+    std::vector<Frame> kids;
+    for (int c : n.children) {
+      const Node& cn = m_nodes[static_cast<size_t>(c)];
+      kids.push_back({c, Edge{f.node, cn.foreign_key, cn.references}, false, true, child_prefix, false});
     }
+    for (int c : n.also_children) {
+      for (const auto& e : m_nodes[static_cast<size_t>(c)].also) {
+        if (e.parent == f.node) kids.push_back({c, e, false, false, child_prefix, false});
+      }
+    }
+    if (!kids.empty()) kids.back().last = true;
+    for (size_t i = kids.size(); i-- > 0;) stack.push_back(kids[i]);
   }
+  return out;
+}
+
+std::string Tree::render_plan() const {
+  std::vector<std::string> copy, del;
+  for (int i : m_copy_order) copy.push_back(m_nodes[static_cast<size_t>(i)].table);
+  for (int i : delete_order()) del.push_back(m_nodes[static_cast<size_t>(i)].table);
+  std::string out = (has_diamonds() ? "graph:\n" : "tree:\n") + render() + "\n";
+  out += "copy order (parents first):    " + join(copy, " -> ") + "\n";
+  out += "delete order (children first): " + join(del, " -> ") + "\n";
+  if (has_diamonds()) out += std::string("rule: ") + k_diamond_rule + "\n";
   return out;
 }
 

@@ -51,6 +51,12 @@ std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
                      "in conflict {}, recovered {}), retries {}\n",
                      s.batches, s.roots, s.roots_done, s.roots_changed, s.roots_withdrawn, s.roots_conflict,
                      s.recovered, s.retries);
+  if (s.roots_blocked > 0) {
+    out += fmt::format("  blocked and left in source {} (a parent staying in the source or a table outside the job "
+                       "still holds their tree):\n",
+                       s.roots_blocked);
+    for (const auto& why : s.blocked) out += "    " + why + "\n";
+  }
   out += fmt::format("  time: select {}, copy {}, verify {}, delete {}, held {}, throttled {}; {:.0f} rows/s\n",
                      format_duration(s.t_select), format_duration(s.t_copy), format_duration(s.t_verify),
                      format_duration(s.t_delete), format_duration(s.t_held), format_duration(info.t_throttled), rate);
@@ -109,6 +115,10 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
   j.set("roots_changed", Json(s.roots_changed));
   j.set("roots_withdrawn", Json(s.roots_withdrawn));
   j.set("roots_conflict", Json(s.roots_conflict));
+  j.set("roots_blocked", Json(s.roots_blocked));
+  Json blocked = Json::array();
+  for (const auto& why : s.blocked) blocked.push(Json(why));
+  j.set("blocked", blocked);
   j.set("recovered", Json(s.recovered));
   j.set("retries", Json(s.retries));
   Json t = Json::object();
@@ -154,6 +164,10 @@ std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double f
   one("goarchive_last_run_roots_conflict",
       "Root rows in conflict after the last run: both versions kept until a person removes one.",
       std::to_string(s.roots_conflict));
+  one("goarchive_last_run_roots_blocked",
+      "Root rows the last run left in the source because a parent staying there or a table outside the job still "
+      "holds their tree.",
+      std::to_string(s.roots_blocked));
   one("goarchive_last_run_retries", "Statements the last run retried.", std::to_string(s.retries));
   one("goarchive_last_run_held_seconds", "Seconds the last run held for replication lag.",
       fmt::format("{:.3f}", s.t_held));

@@ -44,14 +44,18 @@ bool binary_type(const std::string& data_type) {
 std::vector<ForeignKey> read_fks(db::Connection& conn, const std::string& where) {
   db::RowSet r = conn.query(
       "SELECT k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, "
-      "k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE k "
+      "k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, IFNULL(rc.DELETE_RULE, 'RESTRICT') "
+      "FROM information_schema.KEY_COLUMN_USAGE k LEFT JOIN information_schema.REFERENTIAL_CONSTRAINTS rc "
+      "ON rc.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND rc.CONSTRAINT_NAME = k.CONSTRAINT_NAME "
+      "AND rc.TABLE_NAME = k.TABLE_NAME "
       "WHERE k.REFERENCED_TABLE_NAME IS NOT NULL AND " +
       where + " ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION");
   std::vector<ForeignKey> out;
   for (size_t i = 0; i < r.rows(); ++i) {
     if (out.empty() || out.back().name != r.cell(i, 0) || out.back().table != r.cell(i, 2) ||
         out.back().database != r.cell(i, 1)) {
-      out.push_back(ForeignKey{r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), {}, r.cell(i, 4), r.cell(i, 5), {}});
+      out.push_back(ForeignKey{r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), {}, r.cell(i, 4), r.cell(i, 5), {},
+                                r.cell(i, 7)});
     }
     out.back().columns.push_back(r.cell(i, 3));
     out.back().ref_columns.push_back(r.cell(i, 6));

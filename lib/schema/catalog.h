@@ -31,6 +31,11 @@ struct ForeignKey {
   std::vector<std::string> columns;
   std::string ref_database, ref_table;
   std::vector<std::string> ref_columns;
+  // What deleting a referenced row does to the referencing rows (REFERENTIAL_CONSTRAINTS.DELETE_RULE, upper case):
+  // RESTRICT, NO ACTION (the delete fails), CASCADE, SET NULL, SET DEFAULT (it changes them).
+  std::string delete_rule = "RESTRICT";
+  // The delete would fail rather than change the referencing rows.
+  bool restricts() const { return delete_rule == "RESTRICT" || delete_rule == "NO ACTION"; }
 };
 
 struct TableInfo {

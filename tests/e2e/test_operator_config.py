@@ -249,10 +249,10 @@ class DiscoverTest(unittest.TestCase):
         self.assertEqual(plan["root_table"], "orders")
         self.assertIn(("shipment_items", "shipments", ("shipment_id",)), got)
 
-    def test_discover_marks_outside_references_as_blocks(self):
+    def test_discover_marks_outside_references(self):
         sc, cfg, before, _ = shop(self, "discblk")
-        # A table of another database on the source that references orders: the delete of an order it points at
-        # would fail, and it cannot be part of the tree.
+        # A table of another database on the source that references orders (RESTRICT): it cannot be part of the job,
+        # and an order it points at stays in the source (blocked).
         other = f"o_{sc.id}"
         q = gatest.quote_ident
         gatest.sql("source", f"CREATE DATABASE {q(other)}")
@@ -262,8 +262,8 @@ class DiscoverTest(unittest.TestCase):
                              f"{q(sc.src_db)}.orders (id)) ENGINE=InnoDB")
         r = sc.run("discover", "-c", cfg, "--root", "orders")
         self.assertEqual(r.rc, 0, r)
-        blocks = [l for l in r.out.splitlines() if "BLOCKS" in l]
-        self.assertTrue(any("invoices" in l for l in blocks), f"no BLOCKS line for {other}.invoices:\n{r.out}")
+        notes = [l for l in r.out.splitlines() if "NOTE" in l and "blocked" in l]
+        self.assertTrue(any("invoices" in l for l in notes), f"no NOTE line for {other}.invoices:\n{r.out}")
         self.assertNotIn('table = "invoices"', r.out)
 
 

@@ -63,12 +63,13 @@ class PreflightTest(unittest.TestCase):
         sc = Scenario(self, "external")
         pc(sc)
         sc.both(f"CREATE TABLE audit (id INT PRIMARY KEY, p_id INT, CONSTRAINT fk_audit_p FOREIGN KEY (p_id) "
-                f"REFERENCES p (id)) {INNODB}")
+                f"REFERENCES p (id) ON DELETE CASCADE) {INNODB}")
         sc.src("INSERT INTO audit VALUES (1, 3)")
         cfg = sc.config({"j": PC_JOB})
-        self.assert_refused(sc, cfg, f"foreign key fk_audit_p on {sc.src_db}.audit references {sc.src_db}.p from "
-                                     "outside the archive set", "add audit to the tree as a relation or drop the "
-                                                                "foreign key")
+        self.assert_refused(sc, cfg, f"foreign key fk_audit_p on {sc.src_db}.audit references {sc.src_db}.p ON "
+                                     "DELETE CASCADE", "add audit to the job: [[jobs.j.relations]] table = "
+                                                       '"audit" parent = "p" foreign_key = ["p_id"]; or archive '
+                                                       "audit first")
         self.assert_refused(sc, cfg, "fk_audit_p", command="purge")
         # copy-only deletes nothing, so an external reference is harmless there.
         r = sc.job("copy-only", cfg)
@@ -99,7 +100,9 @@ class PreflightTest(unittest.TestCase):
             {"table": "rental", "foreign_key": "customer_id"},
             {"table": "payment", "parent": "rental", "foreign_key": "rental_id"}]}})
         r = self.assert_refused(sc, cfg, "foreign key fk_payment_customer", f"{sc.src_db}.payment (customer_id) "
-                                f"references {sc.src_db}.customer, but the tree has no such edge")
+                                f"references {sc.src_db}.customer, a table of the job, but the job has no such relation",
+                                'Declare it as a further parent of payment: [[jobs.j.relations]] table = "payment" '
+                                'parent = "customer" foreign_key = ["customer_id"]')
         self.assertNotIn("fk_payment_rental", r.err)
         self.assertNotIn("fk_rental_customer", r.err)
 
@@ -141,8 +144,8 @@ class PreflightTest(unittest.TestCase):
         cases = {
             "names parent nope, which is neither the root table p nor another relation's table": [{"table": "c", "foreign_key": "p_id"},
                                {"table": "g", "parent": "nope", "foreign_key": "c_id"}],
-            "table c is listed twice in the tree": [{"table": "c", "foreign_key": "p_id"}, {"table": "c", "foreign_key": "p_id"}],
-            "the relations form a cycle that never reaches the root table p": [{"table": "c", "parent": "g", "foreign_key": "p_id"},
+            "table c is listed twice under parent p": [{"table": "c", "foreign_key": "p_id"}, {"table": "c", "foreign_key": "p_id"}],
+            "the relations form a cycle (or hang below one) that never reaches the root table p": [{"table": "c", "parent": "g", "foreign_key": "p_id"},
                       {"table": "g", "parent": "c", "foreign_key": "c_id"}],
         }
         for what, rels in cases.items():

@@ -127,3 +127,18 @@ TEST_CASE("summary: the reason is one line") {
   std::string text = summary_text(i, stats());
   CHECK(text.substr(0, text.find('\n')) == "goarchive archive job=j run=7: Lost connection to server in 10.0s (exit 0)");
 }
+
+TEST_CASE("summary: blocked roots are in the text, the JSON and the metrics") {
+  Stats s = stats();
+  CHECK(summary_text(info(), s).find("blocked") == std::string::npos);
+  s.roots_blocked = 2;
+  s.blocked = {"payment (payment_id) = (17) still belongs to rental (rental_id) = (9), which stays in the source"};
+  std::string text = summary_text(info(), s);
+  CHECK(text.find("blocked and left in source 2") != std::string::npos);
+  CHECK(text.find("still belongs to rental (rental_id) = (9)") != std::string::npos);
+  std::string json = summary_json(info(), s);
+  CHECK(json.find("\"roots_blocked\":2") != std::string::npos);
+  CHECK(json.find("which stays in the source") != std::string::npos);
+  CHECK(metrics_text(info(), s, 1700000000, true).find("goarchive_last_run_roots_blocked{job=\"j\"} 2") !=
+        std::string::npos);
+}

@@ -170,3 +170,80 @@ TEST_CASE("tree: a relation that is its own parent is refused") {
   Job j = job({rel("a", {"a_id"}, "a")});
   CHECK_THROWS_AS(Tree{j}, ConfigError);
 }
+
+// Sakila: customer (root) -> rental -> payment, and payment -> customer.
+Job sakila(bool customer_edge_first) {
+  std::vector<Relation> r;
+  if (customer_edge_first) r.push_back(rel("payment", {"customer_id"}, "customer"));
+  r.push_back(rel("rental", {"customer_id"}));
+  r.push_back(rel("payment", {"rental_id"}, "rental"));
+  if (!customer_edge_first) r.push_back(rel("payment", {"customer_id"}, "customer"));
+  return job(std::move(r), "customer");
+}
+
+TEST_CASE("graph: a diamond is one node with two parents, copied after both and deleted before both") {
+  for (bool customer_edge_first : {false, true}) {
+    CAPTURE(customer_edge_first);
+    Tree t(sakila(customer_edge_first));
+    REQUIRE(t.nodes().size() == 3);
+    CHECK(t.has_diamonds());
+    CHECK(tables(t, t.copy_order()) == std::vector<std::string>{"customer", "rental", "payment"});
+    CHECK(tables(t, t.delete_order()) == std::vector<std::string>{"payment", "rental", "customer"});
+    const auto& pay = t.nodes()[static_cast<size_t>(t.index_of("payment"))];
+    REQUIRE(pay.also.size() == 1);
+    REQUIRE(pay.edges().size() == 2);
+    // The first relation in config order is the primary path.
+    int primary = customer_edge_first ? 0 : t.index_of("rental");
+    CHECK(pay.parent == primary);
+    CHECK(pay.edges()[0].parent == primary);
+    CHECK(pay.depth == 2);
+    CHECK(t.reaches(t.index_of("payment"), 0));
+    CHECK(t.reaches(t.index_of("payment"), t.index_of("rental")));
+    CHECK_FALSE(t.reaches(t.index_of("rental"), t.index_of("payment")));
+  }
+}
+
+TEST_CASE("graph: render draws a diamond under both parents") {
+  Tree t(sakila(false));
+  CHECK(t.render() ==
+        "customer (root)\n"
+        "|-- rental (customer_id -> customer.primary key)\n"
+        "|   `-- payment (rental_id -> rental.primary key) (also under customer)\n"
+        "`-- payment (customer_id -> customer.primary key) (also under rental)\n");
+  std::string plan = t.render_plan();
+  CHECK(plan.find("graph:\n") == 0);
+  CHECK(plan.find("copy order (parents first):    customer -> rental -> payment\n") != std::string::npos);
+  CHECK(plan.find("delete order (children first): payment -> rental -> customer\n") != std::string::npos);
+  CHECK(plan.find("rule: ") != std::string::npos);
+  CHECK(Tree(shop()).render_plan().find("rule: ") == std::string::npos);
+}
+
+TEST_CASE("graph: a deeper diamond keeps every table after all of its parents") {
+  // orders -> a -> b -> d, orders -> c -> d, d listed under c first.
+  Tree t(job({rel("d", {"c_id"}, "c"), rel("a", {"o"}), rel("b", {"a_id"}, "a"), rel("c", {"o"}),
+              rel("d", {"b_id"}, "b")}));
+  auto order = tables(t, t.copy_order());
+  auto pos = [&](const std::string& n) { return std::find(order.begin(), order.end(), n) - order.begin(); };
+  CHECK(pos("d") == 4);
+  CHECK(pos("b") > pos("a"));
+  CHECK(t.nodes()[static_cast<size_t>(t.index_of("d"))].depth == 3);
+}
+
+TEST_CASE("graph: two relations to the same parent over different columns are two edges") {
+  Tree t(job({rel("flights", {"from_id"}, "orders"), rel("flights", {"to_id"}, "orders")}));
+  CHECK(t.nodes()[1].edges().size() == 2);
+}
+
+TEST_CASE("graph: a cycle through a second parent is refused with the reason") {
+  Job j = job({rel("a", {"o"}), rel("b", {"a_id"}, "a"), rel("a", {"b_id"}, "b")});
+  std::string msg = message_of<ConfigError>([&] { Tree t(j); });
+  CHECK(msg.find("cycle") != std::string::npos);
+  CHECK(msg.find("another batch") != std::string::npos);
+}
+
+TEST_CASE("graph: a self-reference is refused with the reason") {
+  Job j = job({rel("employees", {"dept_id"}), rel("employees", {"manager_id"}, "employees")});
+  std::string msg = message_of<ConfigError>([&] { Tree t(j); });
+  CHECK(msg.find("self-reference") != std::string::npos);
+  CHECK(msg.find("archived later") != std::string::npos);
+}
