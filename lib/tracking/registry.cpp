@@ -12,6 +12,7 @@
 
 #include "plan/sql.h"
 #include "tracking/migrations.h"
+#include "tracking/registry_text.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -44,30 +45,8 @@ std::vector<std::string> decode_key(const std::string& encoded) {
   return out;
 }
 
-namespace {
+using namespace detail;
 
-// Liveness is judged on the registry server's clock, never the client's (seed 000).
-constexpr const char* k_live_expr = "(heartbeat_at > NOW(6) - INTERVAL 60 SECOND)";
-
-// Comma-separated literals of the values: quoted strings, or hex literals for binary hashes.
-std::string literal_list(const std::vector<std::string>& values, bool binary) {
-  std::string out;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) out += ',';
-    out += binary ? sql::hex_literal(values[i]) : sql::quote(values[i]);
-  }
-  return out;
-}
-std::string in_list(const std::vector<std::string>& values) { return literal_list(values, false); }
-std::string hex_list(const std::vector<std::string>& values) { return literal_list(values, true); }
-
-[[noreturn]] void preempted(const std::string& what, uint64_t got, size_t expected) {
-  throw Error(fmt::format("tracking registry: {} changed {} row(s) where {} were expected; another session changed "
-                          "this job's state (a stale write was refused). Nothing was committed; rerun the job",
-                          what, got, expected));
-}
-
-}  // namespace
 
 std::string Registry::table(const char* name) const { return sql::qualified(m_schema, name); }
 
@@ -121,158 +100,6 @@ void Registry::create(db::Connection& conn) const {
                              sql::quote(m.file)));
     spdlog::info("tracking schema {}: applied {}", m_schema, m.file);
   }
-}
-
-std::optional<JobRow> Registry::find_job(db::Connection& conn, const std::string& name) const {
-  db::RowSet r = conn.query(fmt::format("SELECT id, name, command, status, run_id, version, IFNULL({}, 0) FROM {} "
-                                        "WHERE name = {}",
-                                        k_live_expr, table("jobs"), sql::quote(name)));
-  if (r.rows() == 0) return std::nullopt;
-  JobRow j;
-  j.id = std::stoull(r.cell(0, 0));
-  j.name = r.cell(0, 1);
-  j.command = r.cell(0, 2);
-  j.status = r.cell(0, 3);
-  if (!r.is_null(0, 4)) j.run_id = std::stoull(r.cell(0, 4));
-  j.version = std::stoull(r.cell(0, 5));
-  j.live = r.cell(0, 6) == "1";
-  return j;
-}
-
-JobRow Registry::ensure_job(db::Connection& conn, const std::string& name, const std::string& command,
-                            const guard::SourceIdentity& s, const std::string& destination_database,
-                            const std::string& root_table,
-                            const std::vector<std::pair<std::string, std::string>>& tables,
-                            const std::vector<std::string>& table_keys) const {
-  auto opt = [](const std::optional<unsigned long long>& v) { return v ? std::to_string(*v) : std::string("NULL"); };
-  try {
-    conn.execute(fmt::format("INSERT INTO {} (name, command) VALUES ({}, {})", table("jobs"), sql::quote(name),
-                             sql::quote(command)));
-  } catch (const db::DbError& e) {
-    if (!e.duplicate_key()) throw;  // the job's one row already exists (I4/I5): reuse it
-  }
-  auto job = find_job(conn, name);
-  if (!job) throw Error("tracking registry: job row for \"" + name + "\" vanished after it was created");
-  // The recorded source says where the job's unfinished work came from: it stays until that work is done, so that
-  // a job re-pointed at another source is refused (check_recorded_source) on this run and on every rerun.
-  auto unfinished = conn.scalar(fmt::format("SELECT COUNT(*) FROM {} WHERE job_id = {} AND unfinished = 1",
-                                            table("batches"), job->id));
-  if (unfinished.value_or("0") != "0") return *job;
-  // Recording the job's source and tables is guarded by its version (I6); we hold the job lock, so a miss here
-  // means a run that does not take the locks changed the row.
-  db::Transaction tx(conn);
-  uint64_t n = conn.execute(fmt::format(
-      "UPDATE {} SET source_host = {}, source_port = {}, source_database = {}, source_flavor = {}, "
-      "source_server_id = {}, source_server_uuid = {}, source_gtid_domain = {}, destination_database = {}, "
-      "root_table = {}, version = version + 1, updated_at = NOW(6) WHERE id = {} AND version = {}",
-      table("jobs"), sql::quote(s.host), s.port, sql::quote(s.database), sql::quote(s.flavor), opt(s.server_id),
-      s.server_uuid.empty() ? "NULL" : sql::quote(s.server_uuid), opt(s.gtid_domain), sql::quote(destination_database),
-      sql::quote(root_table), job->id, job->version));
-  if (n != 1) preempted("recording the job's source", n, 1);
-  conn.execute(fmt::format("DELETE FROM {} WHERE job_id = {}", table("job_tables"), job->id));
-  std::string values;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    if (i) values += ',';
-    values += fmt::format("({}, {}, {}, {})", job->id, sql::quote(table_keys[i]), sql::quote(tables[i].first),
-                          sql::quote(tables[i].second));
-  }
-  if (!values.empty()) {
-    conn.execute(fmt::format("INSERT INTO {} (job_id, table_key, database_name, table_name) VALUES {}",
-                             table("job_tables"), values));
-  }
-  tx.commit();
-  return *find_job(conn, name);
-}
-
-unsigned long long Registry::start_run(db::Connection& conn, const JobRow& job, const std::string& command,
-                                       unsigned long long source_conn, unsigned long long dest_conn) const {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  db::Transaction tx(conn);
-  // Guarded write first (seed 000 §3.3): the job row moves to running only from the version we read.
-  uint64_t n = conn.execute(fmt::format(
-      "UPDATE {} SET status = 'running', command = {}, heartbeat_at = NOW(6), version = version + 1, "
-      "updated_at = NOW(6) WHERE id = {} AND version = {}",
-      table("jobs"), sql::quote(command), job.id, job.version));
-  if (n != 1) preempted("starting the run", n, 1);
-  // A run still marked running is another process's unless its heartbeat is stale: the job lock cannot prove
-  // it gone (a proxy or a multi-primary cluster gives each host its own locks), the database clock can (I1).
-  db::RowSet running = conn.query(fmt::format(
-      "SELECT id, host, pid, {}, TIMESTAMPDIFF(SECOND, heartbeat_at, NOW(6)), heartbeat_at FROM {} WHERE job_id = {} "
-      "AND status = 'running' ORDER BY id FOR UPDATE",
-      k_live_expr, table("runs"), job.id));
-  // A live heartbeat from this host whose process is gone (killed within the last minute) proves nothing is
-  // running: this host can see that.
-  auto gone_here = [&](size_t i) {
-    if (running.cell(i, 1) != host) return false;
-    auto pid = static_cast<pid_t>(std::stol(running.cell(i, 2)));
-    return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
-  };
-  for (size_t i = 0; i < running.rows(); ++i) {
-    if (running.cell(i, 3) == "1" && !gone_here(i)) {
-      throw BusyError(fmt::format("job \"{}\" is already running: run {} on host {} (pid {}) is marked running in the "
-                                  "tracking registry {} with a heartbeat {} s ago (live within 60 s); this run did "
-                                  "nothing. Try again when that run has ended",
-                                  job.name, running.cell(i, 0), running.cell(i, 1), running.cell(i, 2), m_schema,
-                                  running.cell(i, 4)));
-    }
-  }
-  for (size_t i = 0; i < running.rows(); ++i) {
-    // Guarded take-over: only the run we saw, only while it is still running and still stale (or, for a process
-    // gone from this host, still at the heartbeat we read).
-    bool stale = running.cell(i, 3) != "1";
-    uint64_t closed = conn.execute(fmt::format(
-        "UPDATE {} SET status = 'crashed', ended_at = NOW(6), reason = {} WHERE id = {} AND job_id = {} AND "
-        "status = 'running' AND {}",
-        table("runs"),
-        sql::quote(stale ? "no heartbeat within 60 s; closed by the next run"
-                         : "process gone from its host; closed by the next run"),
-        running.cell(i, 0), job.id,
-        stale ? fmt::format("NOT {}", k_live_expr) : "heartbeat_at = " + sql::quote(running.cell(i, 5))));
-    if (closed != 1) preempted("closing a stale run", closed, 1);
-    spdlog::warn("run {} of job {} on host {} (pid {}) ended without closing its record (crash or kill) and has had "
-                 "no heartbeat for {} s: marked crashed",
-                 running.cell(i, 0), job.name, running.cell(i, 1), running.cell(i, 2), running.cell(i, 4));
-  }
-  try {
-    conn.execute(fmt::format("INSERT INTO {} (job_id, command, host, pid, source_connection, destination_connection) "
-                             "VALUES ({}, {}, {}, {}, {}, {})",
-                             table("runs"), job.id, sql::quote(command), sql::quote(host), ::getpid(), source_conn,
-                             dest_conn));
-  } catch (const db::DbError& e) {
-    if (e.duplicate_key()) {
-      throw BusyError(fmt::format("job \"{}\" already has a running run in the tracking registry {} (its single "
-                                  "active slot is taken); this run did nothing",
-                                  job.name, m_schema));
-    }
-    throw;
-  }
-  unsigned long long run_id = std::stoull(conn.scalar("SELECT LAST_INSERT_ID()").value_or("0"));
-  conn.execute(fmt::format("UPDATE {} SET run_id = {} WHERE id = {}", table("jobs"), run_id, job.id));
-  tx.commit();
-  return run_id;
-}
-
-void Registry::heartbeat(db::Connection& conn, unsigned long long job_id, unsigned long long run_id) const {
-  conn.execute(fmt::format("UPDATE {} SET heartbeat_at = NOW(6) WHERE id = {} AND status = 'running'", table("runs"),
-                           run_id));
-  conn.execute(fmt::format("UPDATE {} SET heartbeat_at = NOW(6) WHERE id = {} AND run_id = {} AND status = 'running'",
-                           table("jobs"), job_id, run_id));
-}
-
-void Registry::finish_run(db::Connection& conn, unsigned long long job_id, unsigned long long run_id,
-                          const std::string& status, int exit_code, const std::string& reason,
-                          const std::string& summary_json) const {
-  db::Transaction tx(conn);
-  conn.execute(fmt::format("UPDATE {} SET status = {}, ended_at = NOW(6), exit_code = {}, reason = {}, summary = {} "
-                           "WHERE id = {} AND status = 'running'",
-                           table("runs"), sql::quote(status), exit_code, sql::quote(reason.substr(0, 1000)),
-                           sql::quote(summary_json), run_id));
-  std::string job_status = status == "finished" ? "finished" : status == "failed" ? "failed" : "stopped";
-  conn.execute(fmt::format("UPDATE {} SET status = {}, version = version + 1, updated_at = NOW(6) "
-                           "WHERE id = {} AND run_id = {} AND status = 'running'",
-                           table("jobs"), sql::quote(job_status), job_id, run_id));
-  tx.commit();
 }
 
 std::string pack_keys(const std::vector<RootKey>& keys) {
@@ -447,105 +274,6 @@ unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_
     if (ids.rows() < 1000) break;
   }
   return total;
-}
-
-namespace {
-
-std::string source_label(const std::string& host, unsigned port, const std::string& database) {
-  // A socket path is recorded as the host; its port means nothing then.
-  if (!host.empty() && host[0] == '/') return host + "/" + database;
-  return fmt::format("{}:{}/{}", host, port, database);
-}
-
-}  // namespace
-
-RecordedSource Registry::recorded_source(db::Connection& conn, unsigned long long job_id,
-                                         const std::string& scope) const {
-  RecordedSource rs;
-  db::RowSet r = conn.query(fmt::format(
-      "SELECT source_flavor, source_host, source_port, source_database, source_server_id, "
-      "IFNULL(source_server_uuid, ''), root_table, "
-      "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1), "
-      "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1 AND b.scope <> {1}) "
-      "FROM {2} j WHERE j.id = {3}",
-      table("batches"), sql::quote(scope), table("jobs"), job_id));
-  if (r.rows() == 0) return rs;
-  rs.source.flavor = r.cell(0, 0);
-  rs.source.host = r.cell(0, 1);
-  rs.source.port = static_cast<unsigned>(std::stoul(r.cell(0, 2)));
-  rs.source.database = r.cell(0, 3);
-  if (!r.is_null(0, 4)) rs.source.server_id = std::stoull(r.cell(0, 4));
-  rs.source.server_uuid = r.cell(0, 5);
-  rs.root_table = r.cell(0, 6);
-  rs.unfinished_roots = std::stoull(r.cell(0, 7));
-  rs.other_scope_roots = std::stoull(r.cell(0, 8));
-  return rs;
-}
-
-bool same_recorded_source(const RecordedSource& recorded, const guard::SourceIdentity& now) {
-  const auto& was = recorded.source;
-  if (was.flavor != now.flavor || was.database != now.database) return false;
-  if (!was.server_uuid.empty() || !now.server_uuid.empty()) {
-    if (ascii_lower(was.server_uuid) != ascii_lower(now.server_uuid)) return false;
-  }
-  if (was.server_id.has_value() != now.server_id.has_value()) return false;
-  if (was.server_id && *was.server_id != *now.server_id) return false;
-  // The scope of the work is the configured address: the same server under another address is another scope.
-  return ascii_lower(was.host) == ascii_lower(now.host) && was.port == now.port;
-}
-
-void check_recorded_source(const Registry& registry, db::Connection& conn, const JobRow& job,
-                           const guard::SourceIdentity& now, const std::string& scope) {
-  RecordedSource rs = registry.recorded_source(conn, job.id, scope);
-  if (rs.unfinished_roots == 0) return;
-  if (same_recorded_source(rs, now) && rs.other_scope_roots == 0) return;
-  std::string was = source_label(rs.source.host, rs.source.port, rs.source.database);
-  std::string is = source_label(now.host, now.port, now.database);
-  throw Error(fmt::format(
-      "job \"{}\" has unfinished work ({} root(s) copied or deleting) recorded for the source {} (root table {}{}), "
-      "but it now points at {}{}: its recovery would apply that source's root keys here; this run did nothing. "
-      "Point the job back at {} and rerun it to finish its work",
-      job.name, rs.unfinished_roots, was, rs.root_table,
-      rs.source.server_id ? fmt::format(", server_id {}", *rs.source.server_id) : std::string(), is,
-      now.server_id ? fmt::format(" (server_id {})", *now.server_id) : std::string(), was));
-}
-
-std::vector<GuardHit> Registry::guard_candidates(db::Connection& conn, unsigned long long self_job_id,
-                                                 const std::vector<std::string>& table_keys) const {
-  std::vector<GuardHit> out;
-  if (table_keys.empty()) return out;
-  db::RowSet r = conn.query(fmt::format(
-      "SELECT j.id, j.name, j.status, IFNULL({}, 0), j.source_flavor, j.source_host, j.source_port, "
-      "j.source_database, j.source_server_id, IFNULL(j.source_server_uuid, ''), j.source_gtid_domain, "
-      "(SELECT IFNULL(SUM(b.roots), 0) FROM {} b WHERE b.job_id = j.id AND b.unfinished = 1 AND b.state = 'copied'), "
-      "(SELECT IFNULL(SUM(b.roots), 0) FROM {} b WHERE b.job_id = j.id AND b.unfinished = 1 AND b.state = 'deleting'), "
-      "(SELECT GROUP_CONCAT(CONCAT(t.database_name, '.', t.table_name) ORDER BY t.table_name SEPARATOR ', ') "
-      "   FROM {} t WHERE t.job_id = j.id AND t.table_key IN ({})) "
-      "FROM {} j WHERE j.id <> {} AND j.id IN (SELECT job_id FROM {} WHERE table_key IN ({})) ORDER BY j.name",
-      "(j." + std::string(k_live_expr).substr(1), table("batches"), table("batches"), table("job_tables"),
-      in_list(table_keys),
-      table("jobs"), self_job_id, table("job_tables"), in_list(table_keys)));
-  for (size_t i = 0; i < r.rows(); ++i) {
-    GuardHit h;
-    h.name = r.cell(i, 1);
-    h.status = r.cell(i, 2);
-    h.live = r.cell(i, 3) == "1" && h.status == "running";
-    h.source.flavor = r.cell(i, 4);
-    h.source.host = r.cell(i, 5);
-    h.source.port = static_cast<unsigned>(std::stoul(r.cell(i, 6)));
-    h.source.database = r.cell(i, 7);
-    if (!r.is_null(i, 8)) h.source.server_id = std::stoull(r.cell(i, 8));
-    h.source.server_uuid = r.cell(i, 9);
-    if (!r.is_null(i, 10)) h.source.gtid_domain = std::stoull(r.cell(i, 10));
-    // A domain (MariaDB) or UUID (MySQL) is recorded only for a source that could tell its GTID history.
-    h.source.gtid_known = !r.is_null(i, 10) || !h.source.server_uuid.empty();
-    h.copied = std::stoull(r.cell(i, 11));
-    h.deleting = std::stoull(r.cell(i, 12));
-    h.shared_tables = split(r.cell(i, 13), ',');
-    for (auto& t : h.shared_tables) t = trim(t);
-    if (h.status == "running" || h.copied + h.deleting > 0) out.push_back(std::move(h));
-  }
-  return out;
 }
 
 }  // namespace goarchive::tracking

@@ -1,0 +1,106 @@
+// dry-run: preflight, the SQL a batch sends and how many rows each table would move; writes nothing anywhere.
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <map>
+#include <iostream>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "app/commands.h"
+#include "util/json.h"
+#include "app/preflight.h"
+#include "app/session.h"
+#include "plan/sql.h"
+#include "tracking/registry.h"
+#include "util/error.h"
+#include "util/strings.h"
+#include "util/suggest.h"
+
+namespace goarchive::app {
+
+namespace {
+
+// `SELECT COUNT(*)` of the rows of one table that belong to roots matching `where`, joining up to the root.
+std::string count_sql(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
+                      const std::vector<pipeline::TableMeta>& tables, int node) {
+  const auto& db = cfg.source.database;
+  std::vector<int> path;
+  for (int n = node; n >= 0; n = tree.nodes()[static_cast<size_t>(n)].parent) path.push_back(n);
+  std::string from = fmt::format("{} AS t{}", sql::qualified(db, tree.nodes()[static_cast<size_t>(node)].table), node);
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    int child = path[i], parent = path[i + 1];
+    const auto& cm = tables[static_cast<size_t>(child)];
+    const auto& pm = tables[static_cast<size_t>(parent)];
+    std::string on;
+    for (size_t k = 0; k < cm.fk_idx.size(); ++k) {
+      if (k) on += " AND ";
+      on += fmt::format("t{}.{} = t{}.{}", child, sql::ident(cm.columns[cm.fk_idx[k]]), parent,
+                        sql::ident(pm.columns[cm.parent_ref_idx[k]]));
+    }
+    from += fmt::format(" JOIN {} AS t{} ON {}", sql::qualified(db, pm.node.table), parent, on);
+  }
+  // The condition is written for the root table; qualify it by evaluating it in a derived table of root keys.
+  const auto& root = tables[0];
+  std::string keys;
+  for (size_t k = 0; k < root.key_cols.size(); ++k) {
+    keys += (k ? " AND " : "") + fmt::format("r.{0} = t0.{0}", sql::ident(root.key_cols[k]));
+  }
+  if (node == 0) return fmt::format("SELECT COUNT(*) FROM {} WHERE ({})", sql::qualified(db, job.root_table), job.where);
+  return fmt::format("SELECT COUNT(*) FROM {} WHERE EXISTS (SELECT 1 FROM {} AS r WHERE {} AND ({}))", from,
+                     sql::qualified(db, job.root_table), keys, job.where);
+}
+
+}  // namespace
+
+int dry_run(const config::Config& cfg, const RunOptions& options, Format format) {
+  const config::Job& job = cfg.job(options.job);
+  plan::Tree tree(job);
+  pipeline::Mode mode = to_pipeline(static_cast<int>(options.mode));
+  auto src = connect(cfg.source, "source (dry-run)", sql::tag(job.name, 0));
+  std::unique_ptr<db::Connection> dst;
+  if (mode != pipeline::Mode::purge) dst = connect(cfg.destination, "destination (dry-run)", sql::tag(job.name, 0));
+  // Read-only sessions: nothing can be written, on either server, not even the tracking schema.
+  src->execute("SET SESSION TRANSACTION READ ONLY");
+  if (dst) dst->execute("SET SESSION TRANSACTION READ ONLY");
+  PreflightReport pf = preflight(cfg, job, tree, mode, *src, dst.get());
+  require(pf, job.name);
+  auto tables = pipeline::describe(tree, pf.source_tables, job, cfg.source.database, cfg.destination.database);
+  tracking::Registry registry(cfg.destination.job_schema);
+  pipeline::Engine engine(mode, job, tables, *src, dst ? *dst : *src, registry, 0, 0, "", {});
+  std::vector<std::pair<std::string, unsigned long long>> counts;
+  for (int n : tree.copy_order()) {
+    auto c = src->scalar(count_sql(cfg, job, tree, tables, n));
+    counts.emplace_back(tree.nodes()[static_cast<size_t>(n)].table, std::stoull(c.value_or("0")));
+  }
+  if (format == Format::json) {
+    Json out = Json::object();
+    out.set("schema_version", Json(1));
+    out.set("job", Json(job.name));
+    out.set("mode", Json(to_string(options.mode)));
+    Json t = Json::array();
+    for (const auto& [name, n] : counts) {
+      Json o = Json::object();
+      o.set("table", Json(name));
+      o.set("rows", Json(n));
+      t.push(o);
+    }
+    out.set("tables", t);
+    Json s = Json::array();
+    for (const auto& q : engine.sample_sql()) s.push(Json(q));
+    out.set("sql", s);
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("dry-run of {} job {}: preflight passed; nothing was written\n\n", to_string(options.mode),
+                           job.name);
+  std::cout << tree.render_plan() << "\nrows that would move (as of now, along each table's first parent):\n";
+  for (const auto& [name, n] : counts) std::cout << fmt::format("  {:<28} {:>12}\n", name, n);
+  std::cout << "\nSQL per batch:\n";
+  for (const auto& q : engine.sample_sql()) std::cout << q << ";\n";
+  return 0;
+}
+
+}  // namespace goarchive::app
