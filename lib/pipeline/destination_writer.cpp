@@ -19,6 +19,27 @@ std::vector<size_t> all_rows(const TableRows& tb) {
   return rows;
 }
 
+// A value in LOAD DATA's text format (FIELDS TERMINATED BY '\t' ESCAPED BY '\\' LINES TERMINATED BY '\n'):
+// the bytes as the server sent them, with the escape, separators and NUL escaped; NULL is \N.
+void append_load_field(std::string& out, const db::RowSet& rows, size_t r, size_t c) {
+  if (rows.is_null(r, c)) {
+    out += "\\N";
+    return;
+  }
+  for (char ch : rows.cell(r, c)) {
+    switch (ch) {
+      case '\\': out += "\\\\"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\0': out += "\\0"; break;
+      default: out += ch;
+    }
+  }
+}
+
+// The server refuses LOAD DATA LOCAL (local_infile = OFF, or the client capability is off).
+bool load_refused(const db::DbError& e) { return e.code() == 1148 || e.code() == 4166 || e.code() == 2068; }
+
 }  // namespace
 
 void DestinationWriter::prebuild(Batch& batch) const {
@@ -32,7 +53,7 @@ void DestinationWriter::prebuild(Batch& batch) const {
       for (size_t r = 0; r < tb.size(); ++r) tb.digest.push_back(row_digest(tb.rows, r));
     }
     std::vector<size_t> rows = all_rows(tb);
-    if (m_ctx.copies()) tb.inserts = build_inserts(batch, t, rows);
+    if (m_ctx.copies()) tb.inserts = m_load ? build_loads(batch, t) : build_inserts(batch, t, rows);
     tb.key_lists = primary_key_lists(m_ctx.tables[t], tb.rows, rows, budget);
   }
   batch.prebuilt = true;
@@ -60,7 +81,7 @@ std::vector<Statement> DestinationWriter::build_inserts(const Batch& batch, size
                               name_row(m, tb.rows, r), values.size(), limit));
     }
     if (out.empty() || out.back().sql.size() + values.size() + 1 > budget) {
-      out.push_back(Statement{head, {}});
+      out.push_back(Statement{head, {}, {}});
       out.back().sql.reserve(std::min<size_t>(budget + 4096, 1 << 20));
     } else {
       out.back().sql += ',';
@@ -71,8 +92,72 @@ std::vector<Statement> DestinationWriter::build_inserts(const Batch& batch, size
   return out;
 }
 
+std::vector<Statement> DestinationWriter::build_loads(const Batch& batch, size_t t) const {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& tb = batch.tables[t];
+  std::vector<Statement> out;
+  // CHARACTER SET utf8mb4: the text is what the server sent on this utf8mb4 connection (converted to each
+  // column's character set as an INSERT's literals are); binary columns take the bytes unconverted.
+  const std::string head = fmt::format(
+      "LOAD DATA LOCAL INFILE 'goarchive' INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' "
+      "ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({})",
+      m.destination_name, m.select_list);
+  const size_t budget = statement_budget(m_ctx.dst);
+  const size_t limit = m_ctx.dst.max_allowed_packet();
+  std::string line;
+  for (size_t r = 0; r < tb.size(); ++r) {
+    line.clear();
+    for (size_t c = 0; c < m.columns.size(); ++c) {
+      if (c) line += '\t';
+      append_load_field(line, tb.rows, r, c);
+    }
+    line += '\n';
+    if (line.size() + 256 > limit) {
+      throw Error(fmt::format("the row {} is {} bytes as copy text, more than the destination's max_allowed_packet "
+                              "({} bytes); nothing of this batch was copied. Raise max_allowed_packet on the "
+                              "destination (SET GLOBAL max_allowed_packet = ...)",
+                              name_row(m, tb.rows, r), line.size(), limit));
+    }
+    if (out.empty() || out.back().data.size() + line.size() > budget) {
+      out.push_back(Statement{head, {}, {}});
+      out.back().data.reserve(std::min<size_t>(budget + 4096, 1 << 20));
+    }
+    out.back().data += line;
+    out.back().rows.push_back(r);
+  }
+  return out;
+}
+
+void DestinationWriter::run_load(Batch& batch, size_t t, const Statement& st) {
+  db::Connection& dst = m_ctx.dst;
+  dst.execute("SAVEPOINT goarchive_copy");
+  uint64_t n = 0;
+  try {
+    n = dst.load_data_local(st.sql, st.data);
+  } catch (const db::DbError& e) {
+    if (!load_refused(e)) throw;
+    if (m_load.exchange(false)) {
+      spdlog::info("the destination refuses LOAD DATA LOCAL ({}); copying with INSERT statements", e.what());
+    }
+    run_inserts(batch, t, build_inserts(batch, t, st.rows));
+    return;
+  }
+  if (n == st.rows.size() && dst.warning_count() == 0) {
+    batch.copied[t] += n;
+    return;
+  }
+  spdlog::debug("batch {}: LOAD DATA of {} rows into {} inserted {} with {} warning(s); copying them with INSERT",
+                batch.no, st.rows.size(), m_ctx.tables[t].node.table, n, dst.warning_count());
+  dst.execute("ROLLBACK TO SAVEPOINT goarchive_copy");
+  run_inserts(batch, t, build_inserts(batch, t, st.rows));
+}
+
 void DestinationWriter::run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements) {
   for (const auto& st : statements) {
+    if (!st.data.empty()) {
+      run_load(batch, t, st);
+      continue;
+    }
     try {
       m_ctx.dst.execute(st.sql);
       batch.copied[t] += st.rows.size();

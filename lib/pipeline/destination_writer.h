@@ -3,6 +3,7 @@
 // checked as an answer), its verification by reading its own writes back, and the removal of archived copies
 // of roots that stay in the source. Everything runs inside the caller's destination transaction; it never
 // commits, never touches the registry and never writes to the source.
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -33,12 +34,21 @@ public:
 
 private:
   std::vector<Statement> build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
+  // The batch's rows of table t as LOAD DATA LOCAL statements with their in-memory files.
+  std::vector<Statement> build_loads(const Batch& batch, size_t t) const;
   void run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements);
+  // One LOAD DATA LOCAL under a savepoint: anything short of every row inserted without a warning (a duplicate
+  // key, which LOCAL turns into a skipped row, or a value the server adjusted) is rolled back to the savepoint
+  // and the rows go through the INSERT path, which reports or settles it exactly as before.
+  void run_load(Batch& batch, size_t t, const Statement& st);
   void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
   size_t delete_by_key(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which);
 
   Context& m_ctx;
   const TreeReader& m_tree;
+  // The destination accepts LOAD DATA LOCAL (until it refuses it once: local_infile = OFF). Read by prebuild()
+  // on the source worker.
+  std::atomic<bool> m_load{true};
 };
 
 }  // namespace goarchive::pipeline
