@@ -43,12 +43,17 @@ private:
   void run_load(Batch& batch, size_t t, const Statement& st);
   void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
   size_t delete_by_key(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which);
+  // The WHERE clauses that read table t's rows of the batch back for sha256 verification.
+  std::vector<std::string> verify_lists(const Batch& batch, size_t t);
+  // The destination has an index that starts with table t's foreign-key columns (asked once, on `dst`).
+  bool fk_indexed(size_t t);
 
   Context& m_ctx;
   const TreeReader& m_tree;
   // The destination accepts LOAD DATA LOCAL (until it refuses it once: local_infile = OFF). Read by prebuild()
   // on the source worker.
   std::atomic<bool> m_load{true};
+  std::vector<int> m_fk_indexed;  // per table: -1 not asked yet, else 0/1
 };
 
 }  // namespace goarchive::pipeline
