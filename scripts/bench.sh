@@ -390,10 +390,10 @@ record() {
 record_phases() {
   local key=$1 p
   p=$(sq destination -e "SELECT summary FROM goarchive_bench.runs ORDER BY id DESC LIMIT 1" 2>/dev/null |
-    jq -r '.phase_seconds | "\(.select) \(.copy) \(.verify) \(.delete)"' 2>/dev/null) || p=""
-  read -r a b c d <<<"$p"
+    jq -r '.phase_seconds | "\(.select) \(.copy) \(.verify) \(.delete) \(.waiting_for_source)"' 2>/dev/null) || p=""
+  read -r a b c d w <<<"$p"
   PH_ALL[$key.select]+=" ${a:-}" PH_ALL[$key.copy]+=" ${b:-}" PH_ALL[$key.verify]+=" ${c:-}"
-  PH_ALL[$key.delete]+=" ${d:-}"
+  PH_ALL[$key.delete]+=" ${d:-}" PH_ALL[$key.wait]+=" ${w:-}"
 }
 
 # median / min / max of space-separated numbers ("" when there are none)
@@ -557,12 +557,14 @@ echo "MariaDB $(sq source -e 'SELECT VERSION()'), innodb_flush_log_at_trx_commit
 echo "goarchive $("$BIN" version 2>/dev/null | head -n 1), batch_size $BATCH; pt-archiver $(pt-archiver --version | awk '{print $2}') --limit $BATCH --commit-each."
 echo "Medians of $REPEAT runs (pt-archiver plain: 1), spread min-max; 'vs goarchive' = median seconds / goarchive's"
 echo "median seconds on the same data (> 1: goarchive is faster). Phases: goarchive's median seconds selecting roots"
-echo "and children, copying, verifying, deleting, and the rest (registry, locks, connecting)."
+echo "and children and deleting (both on the source worker), copying (the whole destination transaction, verify"
+echo "included) and verifying, the main thread waiting for the source worker, and the rest of the wall time beside"
+echo "copy + wait (connecting, preflight, locks, registry, the last batches' end)."
 echo
-fmt='%-24s %-34s %8s %8s %-13s %9s %7s %7s  %-30s %s\n'
-printf -- "$fmt" scenario "tool / mode" rows seconds "(min-max)" rows/s "vs ga" "RSS MB" "phases sel/copy/verify/del/other" result
+fmt='%-24s %-34s %8s %8s %-13s %9s %7s %7s  %-35s %s\n'
+printf -- "$fmt" scenario "tool / mode" rows seconds "(min-max)" rows/s "vs ga" "RSS MB" "phases sel/del|copy/ver|wait|other" result
 printf -- "$fmt" "------------------------" "----------------------------------" "--------" "--------" "-------------" \
-  "---------" "-------" "-------" "------------------------------" "------"
+  "---------" "-------" "-------" "-----------------------------------" "------"
 for key in "${KEYS[@]}"; do
   IFS='|' read -r scenario tool ds <<<"${META[$key]}"
   secs=${SECS[$key]} status=${STATUS[$key]:-ok} rows=${ARCH_ROWS[$ds]}
@@ -575,8 +577,9 @@ for key in "${KEYS[@]}"; do
   if [ -n "${PH_ALL[$key.select]:-}" ] && [ -n "$secs" ]; then
     p_sel=$(stat_of median "${PH_ALL[$key.select]}") p_copy=$(stat_of median "${PH_ALL[$key.copy]}")
     p_ver=$(stat_of median "${PH_ALL[$key.verify]}") p_del=$(stat_of median "${PH_ALL[$key.delete]}")
-    phases=$(awk -v t="$secs" -v a="$p_sel" -v b="$p_copy" -v c="$p_ver" -v d="$p_del" \
-      'BEGIN { o = t - a - b - c - d; printf "%.2f/%.2f/%.2f/%.2f/%.2f", a, b, c, d, (o > 0 ? o : 0) }')
+    p_wait=$(stat_of median "${PH_ALL[$key.wait]:-}")
+    phases=$(awk -v t="$secs" -v a="$p_sel" -v b="$p_copy" -v c="$p_ver" -v d="$p_del" -v w="${p_wait:-0}" \
+      'BEGIN { o = t - b - w; printf "%.2f/%.2f|%.2f/%.2f|%.2f|%.2f", a, d, b, c, w, (o > 0 ? o : 0) }')
   fi
   printf -- "$fmt" "$scenario" "$tool" "$rows" "${secs:--}" "$spread" "${rps:--}" "${vs:--}" "${RSS[$key]:--}" \
     "$phases" "$status"

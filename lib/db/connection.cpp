@@ -19,6 +19,32 @@ namespace goarchive::db {
 
 namespace {
 
+// LOAD DATA LOCAL from memory only: the handler serves the buffer armed by load_data_local() whatever file name
+// the server asks for, and fails when none is armed, so a server can never read a local file.
+int infile_init(void** ptr, const char* /*filename*/, void* userdata) {
+  *ptr = userdata;
+  auto* in = static_cast<Connection::Infile*>(userdata);
+  if (!in || !in->data) return 1;
+  in->pos = 0;
+  return 0;
+}
+
+int infile_read(void* ptr, char* buf, unsigned int len) {
+  auto* in = static_cast<Connection::Infile*>(ptr);
+  if (!in || !in->data) return -1;
+  size_t n = std::min<size_t>(len, in->size - in->pos);
+  std::memcpy(buf, in->data + in->pos, n);
+  in->pos += n;
+  return static_cast<int>(n);
+}
+
+void infile_end(void* /*ptr*/) {}
+
+int infile_error(void* /*ptr*/, char* msg, unsigned int len) {
+  std::snprintf(msg, len, "goarchive sends no local file except its own in-memory copy data");
+  return CR_UNKNOWN_ERROR;
+}
+
 // TCP keepalive: a peer that vanished (lost host or network) is noticed within about two minutes instead of
 // the kernel's two hours, on both the client and, for the server's socket, through the server's own timeouts.
 void enable_keepalive(my_socket fd) {
@@ -48,6 +74,9 @@ Connection::Connection(const config::ServerConfig& server, ConnectOptions option
   mysql_optionsv(m_mysql, MYSQL_OPT_WRITE_TIMEOUT, &write_timeout);
   mysql_optionsv(m_mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
   mysql_optionsv(m_mysql, MARIADB_OPT_FOUND_ROWS, &on);  // affected rows = rows matched, for guarded UPDATEs
+  // LOAD DATA LOCAL for the copy, served from memory only (infile_init): no local file is ever read.
+  mysql_optionsv(m_mysql, MYSQL_OPT_LOCAL_INFILE, &on);
+  mysql_set_local_infile_handler(m_mysql, infile_init, infile_read, infile_end, infile_error, &m_infile);
   if (!server.defaults_file.empty()) {
     mysql_optionsv(m_mysql, MYSQL_READ_DEFAULT_FILE, server.defaults_file.c_str());
     mysql_optionsv(m_mysql, MYSQL_READ_DEFAULT_GROUP, "client");
@@ -228,6 +257,20 @@ void Connection::rollback() noexcept {
   if (m_mysql) mysql_rollback(m_mysql);
   m_in_transaction = false;
 }
+
+uint64_t Connection::load_data_local(std::string_view sql, std::string_view data) {
+  m_infile = Infile{data.data(), data.size(), 0};
+  try {
+    uint64_t n = execute(sql);
+    m_infile = Infile{};
+    return n;
+  } catch (...) {
+    m_infile = Infile{};
+    throw;
+  }
+}
+
+unsigned int Connection::warning_count() const { return m_mysql ? mysql_warning_count(m_mysql) : 0; }
 
 unsigned long long Connection::last_insert_id() const { return m_mysql ? mysql_insert_id(m_mysql) : 0; }
 

@@ -13,10 +13,11 @@
 
 namespace goarchive::pipeline {
 
-// An INSERT statement built ahead of time and the rows it carries.
+// An INSERT (or LOAD DATA LOCAL) statement built ahead of time and the rows it carries.
 struct Statement {
   std::string sql;
   std::vector<size_t> rows;
+  std::string data;  // LOAD DATA LOCAL: the in-memory file it reads; empty for an INSERT
 };
 
 // The rows of one table in one batch.

@@ -3,6 +3,7 @@
 // checked as an answer), its verification by reading its own writes back, and the removal of archived copies
 // of roots that stay in the source. Everything runs inside the caller's destination transaction; it never
 // commits, never touches the registry and never writes to the source.
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,13 @@ public:
 
 private:
   std::vector<Statement> build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
+  // The batch's rows of table t as LOAD DATA LOCAL statements with their in-memory files.
+  std::vector<Statement> build_loads(const Batch& batch, size_t t) const;
   void run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements);
+  // One LOAD DATA LOCAL under a savepoint: anything short of every row inserted without a warning (a duplicate
+  // key, which LOCAL turns into a skipped row, or a value the server adjusted) is rolled back to the savepoint
+  // and the rows go through the INSERT path, which reports or settles it exactly as before.
+  void run_load(Batch& batch, size_t t, const Statement& st);
   void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
   // The root key (values) a destination row of table t hangs under, found up its foreign keys; nullopt when a
   // parent is missing.
@@ -54,9 +61,17 @@ private:
   // deletes, so the source holds its rows): removes it and its mark. False when the row is not such a copy.
   bool remove_stale_copy_of(size_t t, const db::RowSet& rows, size_t r);
   size_t delete_by_key(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which);
+  // The WHERE clauses that read table t's rows of the batch back for sha256 verification.
+  std::vector<std::string> verify_lists(const Batch& batch, size_t t);
+  // The destination has an index that starts with table t's foreign-key columns (asked once, on `dst`).
+  bool fk_indexed(size_t t);
 
   Context& m_ctx;
   const TreeReader& m_tree;
+  // The destination accepts LOAD DATA LOCAL (until it refuses it once: local_infile = OFF). Read by prebuild()
+  // on the source worker.
+  std::atomic<bool> m_load{true};
+  std::vector<int> m_fk_indexed;  // per table: -1 not asked yet, else 0/1
 };
 
 }  // namespace goarchive::pipeline
