@@ -293,7 +293,11 @@ bool DestinationWriter::fk_indexed(size_t t) {
 std::vector<std::string> DestinationWriter::verify_lists(const Batch& batch, size_t t) {
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
-  if (!m_ctx.sha256() || m.node.parent < 0 || m.collated_fk || tb.size() == 0 || !fk_indexed(t)) return tb.key_lists;
+  // A table with further parents (a diamond) has rows found through any of them: read back by primary key.
+  if (!m_ctx.sha256() || m.node.parent < 0 || !m.node.also.empty() || m.collated_fk || tb.size() == 0 ||
+      !fk_indexed(t)) {
+    return tb.key_lists;
+  }
   const TableRows& parent = batch.tables[static_cast<size_t>(m.node.parent)];
   std::set<std::string> seen;
   std::vector<sql::KeyLiterals> values;

@@ -151,7 +151,8 @@ void Remover::delete_rows(Batch& batch, const Batch& now) const {
     // for the parent's lock). Only values whose every parent row and every locked child belong to roots that
     // move qualify, compared byte for byte (collated foreign keys keep the exact keys), and each statement must
     // delete exactly the locked rows it stands for, else the whole transaction rolls back.
-    if (m.node.parent >= 0 && !m.collated_fk && !m.config_only && tb.size() > 0) {
+    // Only through the one parent a table has: a diamond's rows may hang under a further parent too.
+    if (m.node.parent >= 0 && m.node.also.empty() && !m.collated_fk && !m.config_only && tb.size() > 0) {
       const TableRows& parent = now.tables[static_cast<size_t>(m.node.parent)];
       std::map<std::string, bool> value_moves;  // encoded parent value -> every parent row with it moves
       std::map<std::string, sql::KeyLiterals> value_literal;
