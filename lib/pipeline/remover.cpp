@@ -1,11 +1,9 @@
 #include "pipeline/remover.h"
 
 #include <chrono>
-#include <future>
 #include <map>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "pipeline/holds.h"
 #include "pipeline/rows.h"
@@ -34,23 +32,10 @@ void Remover::remove(Batch& batch) const {
   fault::point("after_locked_read");
   if (batch.unproven) check_gone_roots(batch, now);
   judge(batch, now, matches);
+  delete_rows(batch, now);
   // The decision is on the destination before the source commits: a recovery that finds the batch deleting
-  // knows which roots this transaction kept, whether or not it committed. Judged, it is recorded beside the
-  // deletes (its own connection, on a thread of its own: the destination's commit and the source's deletes
-  // overlap) and waited for before the commit. It touches batch.version only; the deletes batch.deleted.
-  db::Connection& marks = m_ctx.marks ? *m_ctx.marks : m_ctx.dst;
-  auto marked = std::async(std::launch::async, [&] { m_log.mark_deleting(batch, marks); });
-  try {
-    delete_rows(batch, now);
-  } catch (...) {
-    try {
-      marked.get();
-    } catch (const std::exception& e) {
-      spdlog::debug("batch {}: recording the delete's decision failed as well: {}", batch.no, e.what());
-    }
-    throw;
-  }
-  marked.get();
+  // knows which roots this transaction kept, whether or not it committed.
+  m_log.mark_deleting(batch, m_ctx.marks ? *m_ctx.marks : m_ctx.dst);
   fault::point("before_delete_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
