@@ -79,7 +79,9 @@ void Stages::prepare(Batch& batch, std::vector<Batch*>& finished) {
       tx.commit();
       break;
     } catch (const RowConflict& e) {
-      park_conflict(batch, e);  // the transaction rolled back whole; the batch goes again without that root
+      // The transaction rolled back whole, the claim with it; the batch goes again without that root.
+      if (!batch.recovery) batch.id = batch.version = 0;
+      park_conflict(batch, e);
     }
   }
   fault::point("after_copy_commit");
