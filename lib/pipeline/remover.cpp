@@ -120,89 +120,97 @@ void Remover::check_gone_roots(Batch& batch, const Batch& now) const {
   }
 }
 
+// A child table goes through its parent's referenced values (`fk IN (...)`: one range of the foreign key's
+// index per parent, where a list of composite keys is slow to plan and may even make the server scan the
+// table) when the locked read has proved the set complete: the relation is a foreign key in the source
+// database (so InnoDB indexes it) and this transaction holds every parent row's lock, so the application
+// can neither insert a child under them nor move one there until it commits (the foreign-key check waits
+// for the parent's lock). Only values whose every parent row and every locked child belong to roots that
+// move qualify, compared byte for byte (collated foreign keys keep the exact keys), and each statement must
+// delete exactly the locked rows it stands for, else the whole transaction rolls back.
+void Remover::delete_through_parent(Batch& batch, const Batch& now, int ni, std::vector<bool>& gone) const {
+  const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
+  const TableRows& tb = now.tables[static_cast<size_t>(ni)];
+  const size_t per_statement = static_cast<size_t>(m_ctx.job.processing.delete_batch_size);
+  const size_t budget = statement_budget(m_ctx.src);
+  auto moves = [&](int owner) { return owner >= 0 && !batch.stays(static_cast<size_t>(owner)); };
+  // Only through the one parent a table has: a diamond's rows may hang under a further parent too.
+  if (m.node.parent < 0 || !m.node.also.empty() || m.collated_fk || m.config_only || tb.size() == 0) return;
+  const TableRows& parent = now.tables[static_cast<size_t>(m.node.parent)];
+  std::map<std::string, bool> value_moves;  // encoded parent value -> every parent row with it moves
+  std::map<std::string, sql::KeyLiterals> value_literal;
+  std::vector<std::string> order;
+  for (size_t r = 0; r < parent.size(); ++r) {
+    if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
+    std::string v = encode_values(parent.rows, r, m.parent_ref_idx);
+    auto [it, fresh] = value_moves.emplace(v, moves(parent.root[r]));
+    if (!fresh) {
+      it->second = it->second && moves(parent.root[r]);
+      continue;
+    }
+    value_literal.emplace(v, literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
+    order.push_back(std::move(v));
+  }
+  std::map<std::string, std::vector<size_t>> children;  // encoded foreign-key value -> locked rows
+  bool all_known = true;
+  for (size_t r = 0; r < tb.size(); ++r) {
+    std::string v = any_null(tb.rows, r, m.fk_idx) ? std::string() : encode_values(tb.rows, r, m.fk_idx);
+    if (tb.root[r] < 0 || v.empty() || !value_moves.count(v)) all_known = false;
+    children[v].push_back(r);
+  }
+  for (const auto& [v, rows] : children) {
+    for (size_t r : rows) {
+      if (!moves(tb.root[r])) value_moves[v] = false;
+    }
+  }
+  std::vector<sql::KeyLiterals> chunk;
+  std::vector<size_t> chunk_rows;
+  size_t bytes = 0;
+  auto flush = [&]() {
+    if (chunk.empty()) return;
+    uint64_t n = m_ctx.src.execute(
+        fmt::format("DELETE FROM {} WHERE {}", m.source_name, sql::key_in(m.node.foreign_key, chunk, "")));
+    if (n != chunk_rows.size()) {
+      throw Error(fmt::format("table {}: deleting the children of {} parent row(s) removed {} rows where {} were "
+                              "locked and compared; nothing of this batch was deleted (the transaction rolled "
+                              "back). The rerun retries the batch",
+                              m.node.table, chunk.size(), n, chunk_rows.size()));
+    }
+    for (size_t r : chunk_rows) gone[r] = true;
+    batch.deleted[static_cast<size_t>(ni)] += n;
+    chunk.clear();
+    chunk_rows.clear();
+    bytes = 0;
+  };
+  // Unless every locked row maps to a parent value of this batch, the exact keys only.
+  for (const std::string& v : all_known ? order : std::vector<std::string>{}) {
+    auto kids = children.find(v);
+    if (!value_moves[v] || kids == children.end()) continue;
+    const sql::KeyLiterals& lit = value_literal[v];
+    size_t size = 8;
+    for (const auto& x : lit) size += x.size() + 2;
+    if (!chunk.empty() && (chunk_rows.size() + kids->second.size() > per_statement || bytes + size > budget)) {
+      flush();
+    }
+    chunk.push_back(lit);
+    chunk_rows.insert(chunk_rows.end(), kids->second.begin(), kids->second.end());
+    bytes += size;
+  }
+  flush();
+}
+
 void Remover::delete_rows(Batch& batch, const Batch& now) const {
   const size_t per_statement = static_cast<size_t>(m_ctx.job.processing.delete_batch_size);
   const size_t budget = statement_budget(m_ctx.src);
   for (int ni : m_ctx.delete_order) {
     const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
     const TableRows& tb = now.tables[static_cast<size_t>(ni)];
-    auto moves = [&](int owner) { return owner >= 0 && !batch.stays(static_cast<size_t>(owner)); };
     std::vector<bool> gone(tb.size(), false);  // deleted through the parent's key
-    // A child table goes through its parent's referenced values (`fk IN (...)`: one range of the foreign key's
-    // index per parent, where a list of composite keys is slow to plan and may even make the server scan the
-    // table) when the locked read has proved the set complete: the relation is a foreign key in the source
-    // database (so InnoDB indexes it) and this transaction holds every parent row's lock, so the application
-    // can neither insert a child under them nor move one there until it commits (the foreign-key check waits
-    // for the parent's lock). Only values whose every parent row and every locked child belong to roots that
-    // move qualify, compared byte for byte (collated foreign keys keep the exact keys), and each statement must
-    // delete exactly the locked rows it stands for, else the whole transaction rolls back.
-    // Only through the one parent a table has: a diamond's rows may hang under a further parent too.
-    if (m.node.parent >= 0 && m.node.also.empty() && !m.collated_fk && !m.config_only && tb.size() > 0) {
-      const TableRows& parent = now.tables[static_cast<size_t>(m.node.parent)];
-      std::map<std::string, bool> value_moves;  // encoded parent value -> every parent row with it moves
-      std::map<std::string, sql::KeyLiterals> value_literal;
-      std::vector<std::string> order;
-      for (size_t r = 0; r < parent.size(); ++r) {
-        if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
-        std::string v = encode_values(parent.rows, r, m.parent_ref_idx);
-        auto [it, fresh] = value_moves.emplace(v, moves(parent.root[r]));
-        if (!fresh) {
-          it->second = it->second && moves(parent.root[r]);
-          continue;
-        }
-        value_literal.emplace(v, literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
-        order.push_back(std::move(v));
-      }
-      std::map<std::string, std::vector<size_t>> children;  // encoded foreign-key value -> locked rows
-      bool all_known = true;
-      for (size_t r = 0; r < tb.size(); ++r) {
-        std::string v = any_null(tb.rows, r, m.fk_idx) ? std::string() : encode_values(tb.rows, r, m.fk_idx);
-        if (tb.root[r] < 0 || v.empty() || !value_moves.count(v)) all_known = false;
-        children[v].push_back(r);
-      }
-      for (const auto& [v, rows] : children) {
-        for (size_t r : rows) {
-          if (!moves(tb.root[r])) value_moves[v] = false;
-        }
-      }
-      std::vector<sql::KeyLiterals> chunk;
-      std::vector<size_t> chunk_rows;
-      size_t bytes = 0;
-      auto flush = [&]() {
-        if (chunk.empty()) return;
-        uint64_t n = m_ctx.src.execute(
-            fmt::format("DELETE FROM {} WHERE {}", m.source_name, sql::key_in(m.node.foreign_key, chunk, "")));
-        if (n != chunk_rows.size()) {
-          throw Error(fmt::format("table {}: deleting the children of {} parent row(s) removed {} rows where {} were "
-                                  "locked and compared; nothing of this batch was deleted (the transaction rolled "
-                                  "back). The rerun retries the batch",
-                                  m.node.table, chunk.size(), n, chunk_rows.size()));
-        }
-        for (size_t r : chunk_rows) gone[r] = true;
-        batch.deleted[static_cast<size_t>(ni)] += n;
-        chunk.clear();
-        chunk_rows.clear();
-        bytes = 0;
-      };
-      // Unless every locked row maps to a parent value of this batch, the exact keys only.
-      for (const std::string& v : all_known ? order : std::vector<std::string>{}) {
-        auto kids = children.find(v);
-        if (!value_moves[v] || kids == children.end()) continue;
-        const sql::KeyLiterals& lit = value_literal[v];
-        size_t size = 8;
-        for (const auto& x : lit) size += x.size() + 2;
-        if (!chunk.empty() && (chunk_rows.size() + kids->second.size() > per_statement || bytes + size > budget)) {
-          flush();
-        }
-        chunk.push_back(lit);
-        chunk_rows.insert(chunk_rows.end(), kids->second.begin(), kids->second.end());
-        bytes += size;
-      }
-      flush();
-    }
+    delete_through_parent(batch, now, ni, gone);
     std::vector<sql::KeyLiterals> keys;
     for (size_t r = 0; r < tb.size(); ++r) {
-      if (gone[r] || !moves(tb.root[r])) continue;
+      int owner = tb.root[r];
+      if (gone[r] || owner < 0 || batch.stays(static_cast<size_t>(owner))) continue;
       keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary));
     }
     // By exact key only: no range locks, so the application's inserts are never blocked.

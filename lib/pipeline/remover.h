@@ -32,6 +32,8 @@ private:
   // key, locked) was not deleted by the interrupted transaction; nothing proves which version is current.
   void check_gone_roots(Batch& batch, const Batch& now) const;
   void delete_rows(Batch& batch, const Batch& now) const;
+  // Deletes the children of table `ni` through their parents' keys where that is proved safe; marks them `gone`.
+  void delete_through_parent(Batch& batch, const Batch& now, int ni, std::vector<bool>& gone) const;
 
   const Context& m_ctx;
   const TreeReader& m_tree;
