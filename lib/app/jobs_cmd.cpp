@@ -72,6 +72,138 @@ std::string name_root_key(const std::string& table, const std::vector<std::strin
 
 }  // namespace
 
+namespace {
+
+// One job of the registry as `jobs` shows it.
+struct JobLine {
+  std::string name, command, source, status, state, heartbeat, tables, last_status, last_exit, last_reason, summary;
+  bool live = false, lock_held = false;
+  unsigned long long unfinished = 0, open_conflicts = 0, last_run = 0;
+  std::vector<std::string> conflicts;  // the first few, named by key
+};
+
+std::vector<JobLine> read_jobs(const config::Config& cfg, db::Connection& dst, const tracking::Registry& registry) {
+  db::RowSet r = dst.query(fmt::format(
+      "SELECT j.name, j.command, CONCAT(j.source_host, ':', j.source_port, '/', j.source_database), j.status, "
+      "IFNULL(DATE_FORMAT(j.heartbeat_at, '%Y-%m-%d %H:%i:%s'), ''), "
+      "IFNULL(j.status = 'running' AND j.heartbeat_at > NOW(6) - INTERVAL 60 SECOND, 0), "
+      "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1), "
+      "(SELECT GROUP_CONCAT(t.table_name ORDER BY t.table_name SEPARATOR ',') FROM {1} t WHERE t.job_id = j.id), "
+      "IFNULL(r.status, ''), IFNULL(r.exit_code, ''), IFNULL(r.reason, ''), IFNULL(r.summary, ''), IFNULL(r.id, 0), "
+      "IS_USED_LOCK({4}) IS NOT NULL, j.id, j.root_table "
+      "FROM {2} j LEFT JOIN {3} r ON r.id = j.run_id ORDER BY j.name",
+      registry.table("batches"), registry.table("job_tables"), registry.table("jobs"), registry.table("runs"),
+      // The job lock of each row, named by this server (locks/names.h): a running job's process holds it.
+      locks::server_expression(locks::LockKind::job, sql::quote(cfg.destination.job_schema), "j.name")));
+  auto counts = registry.conflict_counts(dst);
+  std::vector<JobLine> out;
+  for (size_t i = 0; i < r.rows(); ++i) {
+    JobLine j;
+    j.name = r.cell(i, 0);
+    j.command = r.cell(i, 1);
+    j.source = r.cell(i, 2);
+    j.status = r.cell(i, 3);
+    j.heartbeat = r.cell(i, 4);
+    j.lock_held = r.cell(i, 13) == "1";
+    // A job marked running is live only while its process holds the job lock: a SIGKILLed run leaves a fresh
+    // heartbeat behind for up to 60 s, but the server frees its lock at once.
+    j.live = r.cell(i, 5) == "1" && j.lock_held;
+    j.state = j.status != "running" ? j.status : j.lock_held ? "running" : "stopped (process gone)";
+    j.unfinished = std::stoull(r.cell(i, 6));
+    j.tables = r.cell(i, 7);
+    j.last_status = r.cell(i, 8);
+    j.last_exit = r.cell(i, 9);
+    j.last_reason = r.cell(i, 10);
+    j.summary = r.cell(i, 11);
+    j.last_run = std::stoull(r.cell(i, 12));
+    auto it = counts.find(std::stoull(r.cell(i, 14)));
+    j.open_conflicts = it == counts.end() ? 0ULL : it->second;
+    if (j.open_conflicts > 0) {
+      // The first open conflicts, named like the run names them: "orders (id) = (5)".
+      auto columns = root_key_columns(cfg, dst, j.name, r.cell(i, 15));
+      for (const auto& encoded : registry.conflict_keys(dst, std::stoull(r.cell(i, 14)), k_conflicts_shown)) {
+        j.conflicts.push_back(name_root_key(r.cell(i, 15), columns, encoded));
+      }
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+void print_json(const std::vector<JobLine>& lines) {
+  Json out = Json::object();
+  out.set("schema_version", Json(1));
+  Json jobs = Json::array();
+  for (const auto& j : lines) {
+    Json o = Json::object();
+    o.set("job", Json(j.name));
+    o.set("command", Json(j.command));
+    o.set("source", Json(j.source));
+    o.set("status", Json(j.status));
+    o.set("state", Json(j.state));
+    o.set("heartbeat_at", Json(j.heartbeat));
+    o.set("live", Json(j.live));
+    o.set("job_lock_held", Json(j.lock_held));
+    o.set("unfinished_roots", Json(j.unfinished));
+    o.set("open_conflicts", Json(j.open_conflicts));
+    Json conflicts = Json::array();
+    for (const auto& n : j.conflicts) conflicts.push(Json(n));
+    o.set("conflicts", conflicts);
+    Json tables = Json::array();
+    for (const auto& t : split(j.tables, ',')) {
+      if (!t.empty()) tables.push(Json(t));
+    }
+    o.set("tables", tables);
+    Json last = Json::object();
+    last.set("run_id", Json(j.last_run));
+    last.set("status", Json(j.last_status));
+    last.set("exit_code", j.last_exit.empty() ? Json() : Json(std::stoll(j.last_exit)));
+    last.set("reason", Json(j.last_reason));
+    last.set("summary", j.summary.empty() ? Json() : Json::raw(j.summary));
+    o.set("last_run", last);
+    jobs.push(o);
+  }
+  out.set("jobs", jobs);
+  std::cout << out.dump() << "\n";
+}
+
+void print_text(const std::vector<JobLine>& lines) {
+  std::vector<std::array<std::string, 8>> rows;
+  rows.push_back({"JOB", "COMMAND", "SOURCE", "STATUS", "HEARTBEAT", "UNFINISHED", "CONFLICTS", "LAST RUN"});
+  for (const auto& j : lines) {
+    std::string hb = j.heartbeat.empty() ? "-" : j.heartbeat + (j.live ? " (live)" : "");
+    std::string last = "-";
+    if (!j.last_status.empty()) {
+      bool gone = j.last_status == "running" && j.state != "running";
+      last = fmt::format("#{} {}", j.last_run, gone ? std::string("ended without an exit code") : j.last_status);
+      if (!j.last_exit.empty()) last += fmt::format(" exit {}", j.last_exit);
+      if (!j.last_reason.empty()) last += ": " + j.last_reason.substr(0, 80);
+    }
+    rows.push_back({j.name, j.command, j.source, j.state, hb, std::to_string(j.unfinished),
+                    std::to_string(j.open_conflicts), last});
+  }
+  std::array<size_t, 8> width{};
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const auto& row = rows[k];
+    std::cout << fmt::format("{:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>{}} {:>{}}  {}\n", row[0], width[0], row[1],
+                             width[1], row[2], width[2], row[3], width[3], row[4], width[4], row[5], width[5], row[6],
+                             width[6], row[7]);
+    if (k == 0) continue;
+    const JobLine& j = lines[k - 1];
+    std::cout << fmt::format("  tables: {}\n", j.tables);
+    if (j.open_conflicts == 0) continue;
+    std::string more =
+        j.open_conflicts > j.conflicts.size() ? fmt::format("; and {} more", j.open_conflicts - j.conflicts.size()) : "";
+    std::cout << fmt::format("  conflicts ({} open, each waits for a person to delete one version): {}{}\n",
+                             j.open_conflicts, join(j.conflicts, "; "), more);
+  }
+}
+
+}  // namespace
+
 int jobs_list(const config::Config& cfg, Format format) {
   auto dst = connect(cfg.destination, "destination (jobs)");
   tracking::Registry registry(cfg.destination.job_schema);
@@ -84,114 +216,13 @@ int jobs_list(const config::Config& cfg, Format format) {
     }
     return 0;
   }
-  db::RowSet r = dst->query(fmt::format(
-      "SELECT j.name, j.command, CONCAT(j.source_host, ':', j.source_port, '/', j.source_database), j.status, "
-      "IFNULL(DATE_FORMAT(j.heartbeat_at, '%Y-%m-%d %H:%i:%s'), ''), "
-      "IFNULL(j.status = 'running' AND j.heartbeat_at > NOW(6) - INTERVAL 60 SECOND, 0), "
-      "(SELECT IFNULL(SUM(b.roots), 0) FROM {0} b WHERE b.job_id = j.id AND b.unfinished = 1), "
-      "(SELECT GROUP_CONCAT(t.table_name ORDER BY t.table_name SEPARATOR ',') FROM {1} t WHERE t.job_id = j.id), "
-      "IFNULL(r.status, ''), IFNULL(r.exit_code, ''), IFNULL(r.reason, ''), IFNULL(r.summary, ''), IFNULL(r.id, 0), "
-      "IS_USED_LOCK({4}) IS NOT NULL, j.id, j.root_table "
-      "FROM {2} j LEFT JOIN {3} r ON r.id = j.run_id ORDER BY j.name",
-      registry.table("batches"), registry.table("job_tables"), registry.table("jobs"), registry.table("runs"),
-      // The job lock of each row, named by this server (locks/names.h): a running job's process holds it.
-      locks::server_expression(locks::LockKind::job, sql::quote(cfg.destination.job_schema), "j.name")));
-  // A job marked running is live only while its process holds the job lock: a SIGKILLed run leaves a fresh
-  // heartbeat behind for up to 60 s, but the server frees its lock at once.
-  auto state_of = [&](size_t i) {
-    bool running = r.cell(i, 3) == "running";
-    bool held = r.cell(i, 13) == "1";
-    if (!running) return std::string(r.cell(i, 3));
-    return std::string(held ? "running" : "stopped (process gone)");
-  };
-  auto live_of = [&](size_t i) { return r.cell(i, 5) == "1" && r.cell(i, 13) == "1"; };
-  auto conflict_counts = registry.conflict_counts(*dst);
-  auto conflicts_of = [&](size_t i) {
-    auto it = conflict_counts.find(std::stoull(r.cell(i, 14)));
-    return it == conflict_counts.end() ? 0ULL : it->second;
-  };
-  // The first open conflicts of a job, named like the run names them: "orders (id) = (5)".
-  auto conflict_names = [&](size_t i) {
-    std::vector<std::string> names;
-    if (conflicts_of(i) == 0) return names;
-    auto columns = root_key_columns(cfg, *dst, r.cell(i, 0), r.cell(i, 15));
-    for (const auto& encoded : registry.conflict_keys(*dst, std::stoull(r.cell(i, 14)), k_conflicts_shown)) {
-      names.push_back(name_root_key(r.cell(i, 15), columns, encoded));
-    }
-    return names;
-  };
+  std::vector<JobLine> lines = read_jobs(cfg, *dst, registry);
   if (format == Format::json) {
-    Json out = Json::object();
-    out.set("schema_version", Json(1));
-    Json jobs = Json::array();
-    for (size_t i = 0; i < r.rows(); ++i) {
-      Json o = Json::object();
-      o.set("job", Json(r.cell(i, 0)));
-      o.set("command", Json(r.cell(i, 1)));
-      o.set("source", Json(r.cell(i, 2)));
-      o.set("status", Json(r.cell(i, 3)));
-      o.set("state", Json(state_of(i)));
-      o.set("heartbeat_at", Json(r.cell(i, 4)));
-      o.set("live", Json(live_of(i)));
-      o.set("job_lock_held", Json(r.cell(i, 13) == "1"));
-      o.set("unfinished_roots", Json(std::stoull(r.cell(i, 6))));
-      o.set("open_conflicts", Json(conflicts_of(i)));
-      Json conflicts = Json::array();
-      for (const auto& n : conflict_names(i)) conflicts.push(Json(n));
-      o.set("conflicts", conflicts);
-      Json tables = Json::array();
-      for (const auto& t : split(r.cell(i, 7), ',')) {
-        if (!t.empty()) tables.push(Json(t));
-      }
-      o.set("tables", tables);
-      Json last = Json::object();
-      last.set("run_id", Json(std::stoull(r.cell(i, 12))));
-      last.set("status", Json(r.cell(i, 8)));
-      last.set("exit_code", r.cell(i, 9).empty() ? Json() : Json(std::stoll(r.cell(i, 9))));
-      last.set("reason", Json(r.cell(i, 10)));
-      last.set("summary", r.cell(i, 11).empty() ? Json() : Json::raw(r.cell(i, 11)));
-      o.set("last_run", last);
-      jobs.push(o);
-    }
-    out.set("jobs", jobs);
-    std::cout << out.dump() << "\n";
-    return 0;
-  }
-  if (r.rows() == 0) {
+    print_json(lines);
+  } else if (lines.empty()) {
     std::cout << "the tracking registry " << cfg.destination.job_schema << " has no jobs yet\n";
-    return 0;
-  }
-  std::vector<std::array<std::string, 8>> rows;
-  rows.push_back({"JOB", "COMMAND", "SOURCE", "STATUS", "HEARTBEAT", "UNFINISHED", "CONFLICTS", "LAST RUN"});
-  for (size_t i = 0; i < r.rows(); ++i) {
-    std::string hb = r.cell(i, 4).empty() ? "-" : r.cell(i, 4) + (live_of(i) ? " (live)" : "");
-    std::string last = "-";
-    if (!r.cell(i, 8).empty()) {
-      bool gone = r.cell(i, 8) == "running" && state_of(i) != "running";
-      last = fmt::format("#{} {}", r.cell(i, 12), gone ? std::string("ended without an exit code") : r.cell(i, 8));
-      if (!r.cell(i, 9).empty()) last += fmt::format(" exit {}", r.cell(i, 9));
-      if (!r.cell(i, 10).empty()) last += ": " + r.cell(i, 10).substr(0, 80);
-    }
-    rows.push_back({r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), state_of(i), hb, r.cell(i, 6),
-                    std::to_string(conflicts_of(i)), last});
-  }
-  std::array<size_t, 8> width{};
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  for (size_t k = 0; k < rows.size(); ++k) {
-    const auto& row = rows[k];
-    std::cout << fmt::format("{:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>{}} {:>{}}  {}\n", row[0], width[0], row[1],
-                             width[1], row[2], width[2], row[3], width[3], row[4], width[4], row[5], width[5], row[6],
-                             width[6], row[7]);
-    if (k == 0) continue;
-    std::cout << fmt::format("  tables: {}\n", r.cell(k - 1, 7));
-    unsigned long long open = conflicts_of(k - 1);
-    if (open == 0) continue;
-    auto names = conflict_names(k - 1);
-    std::string more = open > names.size() ? fmt::format("; and {} more", open - names.size()) : "";
-    std::cout << fmt::format("  conflicts ({} open, each waits for a person to delete one version): {}{}\n", open,
-                             join(names, "; "), more);
+  } else {
+    print_text(lines);
   }
   return 0;
 }
