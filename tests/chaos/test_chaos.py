@@ -14,9 +14,13 @@ A copy-only round runs copy-only under load, checks that the source still holds 
 a clean `archive` and checks the full invariant.
 
 Rounds vary: archive / copy-only / purge, database foreign keys (ON UPDATE CASCADE) or config-only relations, integer,
-composite and VARCHAR keys, sha256 or count verification, small or large batches.
+composite and VARCHAR keys, sha256 or count verification, small or large batches. DIAMOND rounds (round 6, and a third
+of the random ones) give g a second parent, r itself: the application locks both parents of every g it writes, usually
+names the c's own root, sometimes another (a cross-root diamond), and moves g under either parent; the final clean runs
+take every root in one batch, and the oracle exempts only the eligible roots joined (through such g rows, transitively)
+to a root that is not eligible: reported as "blocked", allowed.
 
-Environment: CHAOS_SEED (default 20261201), CHAOS_ROUNDS (default 6), CHAOS_SECONDS (seconds of load per round,
+Environment: CHAOS_SEED (default 20261201), CHAOS_ROUNDS (default 7), CHAOS_SECONDS (seconds of load per round,
 default 15), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
 CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run.
 It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
@@ -308,6 +312,40 @@ class OracleSanity(unittest.TestCase):
             self.assertTrue(bad.get(k), f"the check missed the {k} row: {dict(bad)}")
         self.assertTrue(any(str(archived[1]) in line for line in bad["lost"]), bad["lost"])
         self.assertTrue(any(str(kept[0]) in line for line in bad["duplicated"]), bad["duplicated"])
+
+    def test_diamond_corruption_is_reported(self):
+        """Diamond: a quiet archive round holds blocked roots (joined to a root that is not eligible), which the
+        check exempts; a blocked root archived by hand and a g orphaned by its second foreign key are reported."""
+        rng = random.Random(f"{SEED}:sanity-diamond")
+        schema = Schema("int", False, diamond=True)
+        sc = Scenario(self, "chaossanityd")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+        model = Model(schema)
+        load(schema, model, sc.src_db, rng, 80)
+        cfg = sc.config({"j": schema.job()}, processing={"batch_size": 100000, "delete_batch_size": 5})
+        rc, out, err = run(BIN, ["archive", "-c", cfg, "-j", "j", "--no-progress"])
+        self.assertEqual(rc, 0, err)
+        clean = check(schema, model, sc.src_db, sc.dst_db, "archive", "sanity")
+        blocked = clean.pop("blocked", [])
+        self.assertTrue(blocked, "the seed made no root joined to a root that is not eligible")
+        self.assertFalse(any(clean.values()), report(clean, "a quiet diamond archive"))
+        # a blocked root moved to the destination by hand: misplaced
+        rk = sorted(model.blocked())[0]
+        row = model.rows["r"][rk]
+        sc.dst(f"INSERT INTO r ({', '.join(schema.cols['r'])}) VALUES ({', '.join(['%s'] * len(row))})", row)
+        sc.src(f"DELETE FROM r WHERE {schema.kwhere('r')}", rk)
+        # an archived g whose second parent is gone from the destination: an orphan by the second foreign key
+        gk, grow = next((k, v) for k, v in sorted(dst_rows(schema, sc).items()))
+        sc.dst(f"UPDATE g SET r2_id = 999999 WHERE id = %s", gk)
+        bad = check(schema, model, sc.src_db, sc.dst_db, "archive", "sanity")
+        print("\n" + report(bad, "hand-corrupted diamond (expected findings)", limit=3), file=sys.stderr)
+        self.assertTrue(any(str(rk) in line for line in bad["misplaced"]), dict(bad))
+        self.assertTrue(any("without its r" in line and str(gk) in line for line in bad["orphans"]), dict(bad))
+
+
+def dst_rows(schema, sc):
+    return chaoskit.table_rows(schema, "destination", sc.dst_db, "g")
 
 
 if __name__ == "__main__":
