@@ -706,8 +706,33 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
             key, t = schema.parent_of(t, row), schema.PARENT[t]
         return key
 
+    # Diamond: roots joined by a g (its c under one root, its second parent another), in the model or in the
+    # destination, stay together: a conflict root's whole group keeps both versions.
+    up = {}
+
+    def find(x):
+        while up.get(x, x) != x:
+            x = up[x] = up.get(up[x], up[x])
+        return x
+
+    if schema.diamond:
+        for gk, row in model.rows["g"].items():
+            a, b = model.root_of("g", gk), schema.parent2_of("g", row)
+            if a is not None and b is not None:
+                up[find(a)] = find(b)
+        for gk, row in dst["g"].items():
+            a, b = dest_root("g", gk), schema.parent2_of("g", row)
+            if a is not None and b is not None:
+                up[find(a)] = find(b)
+    conflict_groups = {find(r) for r in conflicts}
+
     def in_conflict(t, key):
-        return mode == "archive" and (model.root_of(t, key) in conflicts or dest_root(t, key) in conflicts)
+        if mode != "archive" or not conflicts:
+            return False
+        roots = {model.root_of(t, key), dest_root(t, key)}
+        if schema.diamond and t == "g":
+            roots |= {schema.parent2_of("g", r) for r in (model.rows["g"].get(key), dst["g"].get(key)) if r}
+        return any(r is not None and find(r) in conflict_groups for r in roots)
 
     blocked = model.blocked() if mode in ("archive", "purge") else {}
     for r, why in sorted(blocked.items()):

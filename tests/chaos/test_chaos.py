@@ -337,7 +337,7 @@ class OracleSanity(unittest.TestCase):
         sc.src(f"DELETE FROM r WHERE {schema.kwhere('r')}", rk)
         # an archived g whose second parent is gone from the destination: an orphan by the second foreign key
         gk, grow = next((k, v) for k, v in sorted(dst_rows(schema, sc).items()))
-        sc.dst(f"UPDATE g SET r2_id = 999999 WHERE id = %s", gk)
+        sc.dst("UPDATE g SET r2_id = 999999 WHERE id = %s", gk)
         bad = check(schema, model, sc.src_db, sc.dst_db, "archive", "sanity")
         print("\n" + report(bad, "hand-corrupted diamond (expected findings)", limit=3), file=sys.stderr)
         self.assertTrue(any(str(rk) in line for line in bad["misplaced"]), dict(bad))
