@@ -101,26 +101,33 @@ def pin_binary(path):
 # -- the round's schema ---------------------------------------------------------------------------------------------
 class Schema:
     """Tables r (root) -> c (child of r) -> g (child of c); KEY is int | composite | varchar; DBFK: whether the
-    database declares the foreign keys (ON UPDATE CASCADE) or the relations exist in the config only."""
+    database declares the foreign keys (ON UPDATE CASCADE) or the relations exist in the config only.
+
+    DIAMOND: g also has a second parent, r itself (columns r2_*, a second relation {g, parent r}): g's primary
+    path is r -> c -> g, its second one r -> g. Usually g.r2 is the root of g's c; when it is another root the
+    two roots are joined (a cross-root diamond): they move together in one batch or stay (goarchive(1))."""
 
     TABLES = ["r", "c", "g"]
     PARENT = {"c": "r", "g": "c"}
     CHILD = {"r": "c", "c": "g"}
 
-    def __init__(self, key, dbfk):
-        self.key, self.dbfk = key, dbfk
+    def __init__(self, key, dbfk, diamond=False):
+        self.key, self.dbfk, self.diamond = key, dbfk, diamond
         self.cols = {}
         self.pk = {}
         self.fk = {}
+        self.fk2 = {}  # diamond: g's columns referencing r (its second parent)
+        self._types = {}
         for t in self.TABLES:
             pk = self._keycols("")
             fk = self._keycols(self.PARENT[t] + "_") if t in self.PARENT else []
+            fk2 = self._keycols("r2_") if diamond and t == "g" else []
             data = (["cold"] if t == "r" else []) + ["v", "payload", "amt"]
             self.pk[t] = [c for c, _ in pk]
             self.fk[t] = [c for c, _ in fk]
-            self.cols[t] = [c for c, _ in pk] + [c for c, _ in fk] + data
-            self._types = getattr(self, "_types", {})
-            self._types.update({(t, c): ty for c, ty in pk + fk})
+            self.fk2[t] = [c for c, _ in fk2]
+            self.cols[t] = [c for c, _ in pk] + [c for c, _ in fk] + [c for c, _ in fk2] + data
+            self._types.update({(t, c): ty for c, ty in pk + fk + fk2})
         self.where = "cold = 1"
 
     def _keycols(self, prefix):
@@ -139,7 +146,7 @@ class Schema:
         return (f"k{n:06d}'é\\",)
 
     def ddl(self, t):
-        defs = [f"{q(c)} {self._types[(t, c)]}" for c in self.pk[t] + self.fk[t]]
+        defs = [f"{q(c)} {self._types[(t, c)]}" for c in self.pk[t] + self.fk[t] + self.fk2[t]]
         if t == "r":
             defs.append("cold TINYINT NOT NULL")
         defs += ["v BIGINT NOT NULL", "payload VARCHAR(100) NULL", "amt DECIMAL(12,3) NULL",
@@ -152,17 +159,28 @@ class Schema:
                 p = self.PARENT[t]
                 defs.append(f"FOREIGN KEY ({', '.join(q(c) for c in self.fk[t])}) REFERENCES {q(p)} "
                             f"({', '.join(q(c) for c in self.pk[p])}) ON UPDATE CASCADE")
+        if self.fk2[t]:
+            defs.append(f"KEY ({', '.join(q(c) for c in self.fk2[t])})")
+            if self.dbfk:
+                defs.append(f"FOREIGN KEY ({', '.join(q(c) for c in self.fk2[t])}) REFERENCES r "
+                            f"({', '.join(q(c) for c in self.pk['r'])}) ON UPDATE CASCADE")
         return f"CREATE TABLE {q(t)} ({', '.join(defs)}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 
     def job(self):
         def one(cols):
             return cols[0] if len(cols) == 1 else cols
-        return {"root_table": "r", "where": self.where, "relations": [
-            {"table": "c", "foreign_key": one(self.fk["c"])},
-            {"table": "g", "parent": "c", "foreign_key": one(self.fk["g"])}]}
+        rels = [{"table": "c", "foreign_key": one(self.fk["c"])},
+                {"table": "g", "parent": "c", "foreign_key": one(self.fk["g"])}]
+        if self.diamond:
+            rels.append({"table": "g", "parent": "r", "foreign_key": one(self.fk2["g"])})
+        return {"root_table": "r", "where": self.where, "relations": rels}
 
     def relations(self):
-        return [(t, self.fk[t], self.PARENT[t], self.pk[self.PARENT[t]]) for t in ("c", "g")]
+        """(child, fk columns, parent, referenced columns) of every relation, the diamond's second one included."""
+        out = [(t, self.fk[t], self.PARENT[t], self.pk[self.PARENT[t]]) for t in ("c", "g")]
+        if self.diamond:
+            out.append(("g", self.fk2["g"], "r", self.pk["r"]))
+        return out
 
     def key_of(self, t, row):
         return tuple(row[: len(self.pk[t])])
@@ -170,6 +188,13 @@ class Schema:
     def parent_of(self, t, row):
         n = len(self.pk[t])
         return tuple(row[n: n + len(self.fk[t])])
+
+    def parent2_of(self, t, row):
+        """Diamond: the r key g's second foreign key names (None for other tables)."""
+        if not self.fk2[t]:
+            return None
+        n = len(self.pk[t]) + len(self.fk[t])
+        return tuple(row[n: n + len(self.fk2[t])])
 
     def kwhere(self, t, cols=None):
         return " AND ".join(f"{q(c)} = %s" for c in (cols or self.pk[t]))
@@ -222,6 +247,52 @@ class Model:
                 return None
             key, t = self.s.parent_of(t, row), self.s.PARENT[t]
         return key if key in self.rows["r"] else None
+
+    def roots_of(self, t, key):
+        """Every root row KEY of T belongs to: its primary-path root and, for a diamond g, its second parent."""
+        out = {self.root_of(t, key)}
+        row = self.rows[t].get(key)
+        if row is not None and self.s.parent2_of(t, row) is not None:
+            out.add(self.s.parent2_of(t, row))
+        return {r for r in out if r is not None and r in self.rows["r"]}
+
+    def blocked(self):
+        """Diamond: {eligible root: reason} of the eligible roots the rule keeps in the source. Roots joined by a g
+        (its c under one root, its second parent another) form groups; a group holding a root that is not eligible
+        (or a g whose parent is missing in the model) stays whole: its eligible roots are blocked. A final run whose
+        batch holds every eligible root lets every other group meet, so nothing else may stay."""
+        if not self.s.diamond:
+            return {}
+        cold = self.s.cols["r"].index("cold")
+        up = {}
+
+        def find(x):
+            while up.get(x, x) != x:
+                x = up[x] = up.get(up[x], up[x])
+            return x
+
+        bad = {}  # group member -> the reason the group stays
+        for gk, row in self.rows["g"].items():
+            a, b = self.root_of("g", gk), self.s.parent2_of("g", row)
+            b = b if b in self.rows["r"] else None
+            if a is None or b is None:
+                for r in (a, b):
+                    if r is not None:
+                        bad.setdefault(r, f"g {gk} has a parent missing in the model")
+                continue
+            if a != b:
+                up[find(a)] = find(b)
+                for x, y in ((a, b), (b, a)):
+                    if self.rows["r"][y][cold] != 1:
+                        bad.setdefault(x, f"g {gk} joins it to root {y}, which is not eligible")
+        stay = {}
+        for r, why in bad.items():
+            stay.setdefault(find(r), f"root {r}: {why}")
+        out = {}
+        for r, row in self.rows["r"].items():
+            if row[cold] == 1 and find(r) in stay:
+                out[r] = stay[find(r)]
+        return out
 
 
 # -- the application ------------------------------------------------------------------------------------------------
@@ -333,8 +404,25 @@ class App:
 
     def _root_tag(self, t, key):
         with self.m.lock:
-            r = self.m.root_of(t, key)
-        return {r} if r is not None else set()
+            return self.m.roots_of(t, key)
+
+    def _root_of_c(self, cur, ckey):
+        """Diamond: locks c CKEY in share mode and returns the r key it hangs under now (Skip when gone)."""
+        cur.execute(f"SELECT {', '.join(q(c) for c in self.s.fk['c'])} FROM c WHERE {self.s.kwhere('c')} "
+                    f"LOCK IN SHARE MODE", ckey)
+        r = cur.fetchone()
+        if r is None:
+            raise Skip()
+        return tuple(r)
+
+    def _second_parent(self, cur, rng, ckey):
+        """Diamond: the root a g under c CKEY names as its second parent, locked in share mode like the application
+        locks every parent it writes a reference to: usually the c's own root, sometimes another root (a
+        cross-root diamond, which must block unless both roots go in one batch)."""
+        own = self._root_of_c(cur, ckey)
+        rkey = own if rng.random() < 0.8 else (self.m.pick(rng, "r") or own)
+        self._lock(cur, "r", rkey, "LOCK IN SHARE MODE")
+        return rkey
 
     def _update(self, cur, rng, t, extra=""):
         key = self.m.pick(rng, t)
@@ -352,11 +440,12 @@ class App:
         if pkey is None:
             raise Skip()
         self._lock(cur, p, pkey, "LOCK IN SHARE MODE")  # a well-behaved application: the parent must exist
+        second = self._second_parent(cur, rng, pkey) if self.s.fk2[t] else ()  # and the diamond's other parent
         key = self.m.fresh(t)
-        cols = self.s.pk[t] + self.s.fk[t] + ["v", "payload", "amt"]
+        cols = self.s.pk[t] + self.s.fk[t] + self.s.fk2[t] + ["v", "payload", "amt"]
         cur.execute(f"INSERT INTO {q(t)} ({', '.join(q(c) for c in cols)}) VALUES ({', '.join(['%s'] * len(cols))})",
-                    (*key, *pkey, 1, payload(rng, "i"), amount(rng)))
-        return [(t, key, self._read(cur, t, key))], [], self._root_tag(p, pkey)
+                    (*key, *pkey, *second, 1, payload(rng, "i"), amount(rng)))
+        return [(t, key, self._read(cur, t, key))], [], self._root_tag(p, pkey) | ({second} if second else set())
 
     def _delete(self, cur, rng, t):
         key = self.m.pick(rng, t)
@@ -384,12 +473,37 @@ class App:
         if key is None or pkey is None:
             raise Skip()
         tags = self._root_tag(t, key) | self._root_tag(p, pkey)
-        self._lock(cur, p, pkey, "LOCK IN SHARE MODE")
-        sets = ", ".join(f"{q(c)} = %s" for c in self.s.fk[t])
-        n = cur.execute(f"UPDATE {q(t)} SET {sets}, v = v + 1 WHERE {self.s.kwhere(t)}", (*pkey, *key))
+        cols, vals = list(self.s.fk[t]), list(pkey)
+        if self.s.fk2[t] and rng.random() < 0.4:
+            # the diamond's other parent only: g names another root (locked like any parent)
+            rkey = self.m.pick(rng, "r")
+            if rkey is None:
+                raise Skip()
+            self._lock(cur, "r", rkey, "LOCK IN SHARE MODE")
+            cols, vals, tags = list(self.s.fk2[t]), list(rkey), self._root_tag(t, key) | {rkey}
+        else:
+            self._lock(cur, p, pkey, "LOCK IN SHARE MODE")
+            if self.s.fk2[t] and rng.random() < 0.7:  # usually the second parent follows: the new c's root
+                rkey = self._root_of_c(cur, pkey)
+                self._lock(cur, "r", rkey, "LOCK IN SHARE MODE")
+                cols, vals, tags = cols + self.s.fk2[t], vals + list(rkey), tags | {rkey}
+        if self.s.diamond and t == "c" and rng.random() < 0.6:
+            # a c moving to another root usually takes its g's second parent along
+            cur.execute(f"SELECT {', '.join(q(c) for c in self.s.pk['g'])} FROM g WHERE "
+                        f"{self.s.kwhere('g', self.s.fk['g'])} FOR UPDATE", key)
+            kids = [tuple(r) for r in cur.fetchall()]
+            sets2 = ", ".join(f"{q(c)} = %s" for c in self.s.fk2["g"])
+            for gk in kids:
+                cur.execute(f"UPDATE g SET {sets2}, v = v + 1 WHERE {self.s.kwhere('g')}", (*pkey, *gk))
+            upserts_g = kids
+        else:
+            upserts_g = []
+        sets = ", ".join(f"{q(c)} = %s" for c in cols)
+        n = cur.execute(f"UPDATE {q(t)} SET {sets}, v = v + 1 WHERE {self.s.kwhere(t)}", (*vals, *key))
         if n < 1:
             raise Skip()
-        return [(t, key, self._read(cur, t, key))], [], tags
+        upserts = [(t, key, self._read(cur, t, key))] + [("g", gk, self._read(cur, "g", gk)) for gk in upserts_g]
+        return upserts, [], tags
 
     def _rekey(self, cur, rng, t):
         """Changes the primary key of a row of T; its children follow (ON UPDATE CASCADE, or the application
@@ -409,9 +523,19 @@ class App:
         if not self.s.dbfk:
             for ck in kids:
                 cur.execute(f"UPDATE {q(child)} SET {sets_fk} WHERE {self.s.kwhere(child)}", (*new, *ck))
+        kids2 = []  # diamond: the g rows naming this root as their second parent follow too
+        if self.s.diamond and t == "r":
+            cur.execute(f"SELECT {', '.join(q(c) for c in self.s.pk['g'])} FROM g WHERE "
+                        f"{self.s.kwhere('g', self.s.fk2['g'])} FOR UPDATE", key)
+            kids2 = [tuple(r) for r in cur.fetchall()]
+            if not self.s.dbfk:
+                sets2 = ", ".join(f"{q(c)} = %s" for c in self.s.fk2["g"])
+                for gk in kids2:
+                    cur.execute(f"UPDATE g SET {sets2} WHERE {self.s.kwhere('g')}", (*new, *gk))
         if cur.execute(f"UPDATE {q(t)} SET {sets_pk}, v = v + 1 WHERE {self.s.kwhere(t)}", (*new, *key)) != 1:
             raise Skip()
-        upserts = [(t, new, self._read(cur, t, new))] + [(child, ck, self._read(cur, child, ck)) for ck in kids]
+        upserts = [(t, new, self._read(cur, t, new))] + [(child, ck, self._read(cur, child, ck)) for ck in kids] + \
+            [("g", gk, self._read(cur, "g", gk)) for gk in kids2]
         if t == "r":
             tags |= {new}
         return upserts, [(t, key)], tags
@@ -483,7 +607,10 @@ def load(schema, model, db, rng, roots):
                     rows["c"].append((*ck, *rk, 1, payload(rng, "c"), amount(rng)))
                     for _ in range(rng.randint(0, 2)):
                         gk = model.fresh("g")
-                        rows["g"].append((*gk, *ck, 1, payload(rng, "g"), amount(rng)))
+                        second = ()
+                        if schema.diamond:  # usually its own root, sometimes an earlier one (cross-root)
+                            second = rk if rng.random() < 0.85 else schema.keyval(rng.randint(1, len(rows["r"])))
+                        rows["g"].append((*gk, *ck, *second, 1, payload(rng, "g"), amount(rng)))
             for t in schema.TABLES:
                 cols = schema.cols[t]
                 if rows[t]:
@@ -535,7 +662,9 @@ CATEGORIES = ("lost", "duplicated", "stale", "orphans", "unarchived", "misplaced
 # conflict (both versions kept, exit 1, DESIGN.md §5), and rows the application deleted after a kill between the
 # delete's recorded decision and its source commit, whose archived copy goarchive keeps because nothing proves the
 # delete did not commit (goarchive(1), "Concurrent writes").
-ALLOWED = ("conflicts", "kept")
+# And, in diamond rounds, the eligible roots joined (by a g whose two parents are under different roots) to a root
+# that is not eligible: they stay in the source, reported as blocked (goarchive.toml(5), "Diamonds").
+ALLOWED = ("conflicts", "kept", "blocked")
 
 
 def conflict_roots(schema, job_schema):
@@ -577,14 +706,43 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
             key, t = schema.parent_of(t, row), schema.PARENT[t]
         return key
 
-    def in_conflict(t, key):
-        return mode == "archive" and (model.root_of(t, key) in conflicts or dest_root(t, key) in conflicts)
+    # Diamond: roots joined by a g (its c under one root, its second parent another), in the model or in the
+    # destination, stay together: a conflict root's whole group keeps both versions.
+    up = {}
 
-    def eligible(t, key):
+    def find(x):
+        while up.get(x, x) != x:
+            x = up[x] = up.get(up[x], up[x])
+        return x
+
+    if schema.diamond:
+        for gk, row in model.rows["g"].items():
+            a, b = model.root_of("g", gk), schema.parent2_of("g", row)
+            if a is not None and b is not None:
+                up[find(a)] = find(b)
+        for gk, row in dst["g"].items():
+            a, b = dest_root("g", gk), schema.parent2_of("g", row)
+            if a is not None and b is not None:
+                up[find(a)] = find(b)
+    conflict_groups = {find(r) for r in conflicts}
+
+    def in_conflict(t, key):
+        if mode != "archive" or not conflicts:
+            return False
+        roots = {model.root_of(t, key), dest_root(t, key)}
+        if schema.diamond and t == "g":
+            roots |= {schema.parent2_of("g", r) for r in (model.rows["g"].get(key), dst["g"].get(key)) if r}
+        return any(r is not None and find(r) in conflict_groups for r in roots)
+
+    blocked = model.blocked() if mode in ("archive", "purge") else {}
+    for r, why in sorted(blocked.items()):
+        bad["blocked"].append(f"r {r} stays in the source: {why}")
+
+    def eligible(t, key):  # whether the row's tree is to leave the source (a blocked root's is not)
         r = model.root_of(t, key)
         if r is None:
             return None
-        return model.rows["r"][r][schema.cols["r"].index("cold")] == 1
+        return model.rows["r"][r][schema.cols["r"].index("cold")] == 1 and r not in blocked
 
     for t in schema.TABLES:
         for key, row in model.rows[t].items():
