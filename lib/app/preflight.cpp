@@ -45,6 +45,7 @@ public:
       check_source_privileges();
     }
     check_connections(m_src, 2, "source");
+    check_copy_only_graph();
     // The destination's own checks mean nothing when it is the source's data: that is the one problem then.
     bool own_data = m_dst && check_not_source_data();
     if (m_mode != pipeline::Mode::purge && m_dst && !own_data) check_destination();
@@ -56,6 +57,19 @@ public:
   }
 
 private:
+  // copy-only keeps no archive of its own decisions about rows with several parents (a diamond): a copy of one
+  // root may hold a row whose other parent's copy comes later, goes stale or is removed by the sweep.
+  void check_copy_only_graph() {
+    if (m_mode != pipeline::Mode::copy_only) return;
+    for (const auto& n : m_tree.nodes()) {
+      if (n.also.empty()) continue;
+      fail_config(fmt::format("table {} has several parents in job \"{}\" (a diamond), which copy-only does not "
+                              "support; archive the job with `goarchive archive`, or keep one relation of {}",
+                              n.table, m_job.name, n.table));
+      return;
+    }
+  }
+
   void fail(std::string message) { m_report.failures.push_back(std::move(message)); }
   // A failure whose only fix is in the config file (exit 2 when every failure is one).
   void fail_config(std::string message) {

@@ -109,7 +109,8 @@ def round_params(i, rng):
     else:
         mode, key = rng.choice(MODES), rng.choice(KEYS)
         dbfk, verification = rng.random() < 0.5, rng.choice(["sha256", "count"])
-        if rng.random() < 1 / 3:
+        # copy-only refuses a diamond (goarchive(1)): diamond rounds archive or purge.
+        if rng.random() < 1 / 3 and mode != "copy-only":
             diamond, key = True, rng.choice(["int", "composite"])
     large = rng.random() < 0.35
     batch = rng.randint(100, 400) if large else rng.randint(2, 8)
