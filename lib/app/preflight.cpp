@@ -44,7 +44,7 @@ public:
       check_where();
       check_source_privileges();
     }
-    check_connections(m_src, 2, "source");
+    check_connections(m_src, 3, "source");
     check_copy_only_graph();
     // The destination's own checks mean nothing when it is the source's data: that is the one problem then.
     bool own_data = m_dst && check_not_source_data();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <iostream>
 #include <thread>
 
@@ -207,19 +208,69 @@ private:
       auto gate = std::make_shared<replication::Gate>(m_cfg.replication);
       m_control->add_gate({"replication", [gate] { return gate->check(); }, gate->check_interval(), gate->max_hold()});
     }
+    // One source session for the checks made at batch boundaries: the data session may be busy on the worker.
+    m_src_checks = app::connect(m_cfg.source, "source checks", m_tag);
+    add_drift_check();
     if (m_mode != pipeline::Mode::copy_only && m_cfg.throttle.enabled()) add_throttle();
+  }
+
+  // The definition of every table of the job, on one server: name, type, nullability, collation and generation
+  // of each column, in order. Compared at every batch boundary: a column added, dropped or retyped mid-run
+  // stops the run cleanly before a batch could copy rows without it.
+  static std::map<std::string, std::string> definitions(db::Connection& conn, const std::string& database,
+                                                       const std::vector<pipeline::TableMeta>& tables) {
+    std::string names;
+    for (const auto& t : tables) names += (names.empty() ? "" : ",") + sql::quote(t.node.table);
+    db::RowSet r = conn.query(fmt::format(
+        "SELECT TABLE_NAME, GROUP_CONCAT(CONCAT_WS(' ', COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, "
+        "IFNULL(COLLATION_NAME, ''), IFNULL(GENERATION_EXPRESSION, '')) ORDER BY ORDINAL_POSITION SEPARATOR '|') "
+        "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME IN ({}) GROUP BY TABLE_NAME",
+        sql::quote(database), names));
+    std::map<std::string, std::string> out;
+    for (size_t i = 0; i < r.rows(); ++i) out[r.cell(i, 0)] = r.cell(i, 1);
+    return out;
+  }
+
+  void add_drift_check() {
+    auto src_then = std::make_shared<std::map<std::string, std::string>>(
+        definitions(*m_src_checks, m_cfg.source.database, m_tables));
+    auto dst_then = std::make_shared<std::map<std::string, std::string>>(
+        m_mode == pipeline::Mode::purge ? std::map<std::string, std::string>{}
+                                        : definitions(*m_dst, m_cfg.destination.database, m_tables));
+    m_control->set_drift_check([this, src_then, dst_then]() -> std::optional<std::string> {
+      auto changed = [&](const std::map<std::string, std::string>& then, const std::map<std::string, std::string>& now,
+                         const char* side, const std::string& db) -> std::optional<std::string> {
+        for (const auto& [table, def] : then) {
+          auto it = now.find(table);
+          if (it == now.end() || it->second != def) {
+            return fmt::format("the definition of {} table {}.{} changed during the run (a column added, dropped or "
+                               "retyped); the run stopped cleanly at a batch boundary. Make the source and "
+                               "destination tables match again (validate checks them), then rerun the job",
+                               side, db, table);
+          }
+        }
+        return std::nullopt;
+      };
+      if (auto why = changed(*src_then, definitions(*m_src_checks, m_cfg.source.database, m_tables), "source",
+                             m_cfg.source.database)) {
+        return why;
+      }
+      if (dst_then->empty()) return std::nullopt;
+      // The destination data session is the main thread's own between batches.
+      return changed(*dst_then, definitions(*m_dst, m_cfg.destination.database, m_tables), "destination",
+                     m_cfg.destination.database);
+    });
   }
 
   // [throttle] reads the source's load on a connection of its own: the data session may be busy on the source
   // worker at a batch boundary.
   void add_throttle() {
     auto throttle = std::make_shared<control::Throttle>(m_cfg.throttle);
-    std::shared_ptr<db::Connection> conn = app::connect(m_cfg.source, "source throttle", m_tag);
-    m_control->add_gate({"throttle", [throttle, conn] { return throttle->hold_reason(*conn); },
+    m_control->add_gate({"throttle", [this, throttle] { return throttle->hold_reason(*m_src_checks); },
                          throttle->check_interval(), throttle->max_hold()});
-    m_control->set_critical_check([throttle, conn]() -> std::optional<std::string> {
+    m_control->set_critical_check([this, throttle]() -> std::optional<std::string> {
       std::string why;
-      if (throttle->critical(*conn, why)) return why;
+      if (throttle->critical(*m_src_checks, why)) return why;
       return std::nullopt;
     });
   }
@@ -291,6 +342,7 @@ private:
       m_dst = app::connect(m_cfg.destination, "destination data", m_tag);
       prepare_data_sessions(m_cfg, *m_src, *m_dst);
       connect_marks(m_tag);
+      m_src_checks = app::connect(m_cfg.source, "source checks", m_tag);
       m_heartbeat->reconnect(app::connect(m_cfg.destination, "destination registry", m_tag));
     } catch (const std::exception& again) {
       finish("failed", k_exit_failed, again.what());
@@ -407,7 +459,7 @@ private:
   std::string m_command;
   tracking::Registry m_registry;
   Clock::time_point m_started = Clock::now();
-  std::unique_ptr<db::Connection> m_src, m_dst, m_marks;
+  std::unique_ptr<db::Connection> m_src, m_dst, m_marks, m_src_checks;
   std::vector<pipeline::TableMeta> m_tables;
   std::unique_ptr<locks::LockSession> m_dest_lock, m_src_lock;
   std::vector<locks::NamedLock> m_table_locks;

@@ -79,6 +79,14 @@ bool RunControl::may_continue() {
   }
   if (announced) spdlog::info("sentinel file gone: continuing");
   if (stop_requested()) return false;
+  if (m_drift) {
+    if (auto why = m_drift()) {
+      m_reason = *why;
+      m_code = k_exit_failed;
+      spdlog::error("{}", m_reason);
+      return false;
+    }
+  }
   if (m_critical) {
     if (auto why = m_critical()) {
       m_reason = "stopped by the throttle: " + *why;

@@ -49,6 +49,8 @@ public:
   double held_seconds(const std::string& gate = "") const;
   // A check that ends the run at the next boundary, cleanly, with exit 4 (critical_threads_running).
   void set_critical_check(std::function<std::optional<std::string>()> check) { m_critical = std::move(check); }
+  // A check that ends the run at the next boundary, cleanly, with exit 1 (a table's definition changed).
+  void set_drift_check(std::function<std::optional<std::string>()> check) { m_drift = std::move(check); }
 
 private:
   void wait(double seconds);  // sleeps in slices, checking the locks and the signals
@@ -65,6 +67,7 @@ private:
   int m_code = 0;
   std::map<std::string, double> m_held;  // by gate name
   std::function<std::optional<std::string>()> m_critical;
+  std::function<std::optional<std::string>()> m_drift;
 };
 
 }  // namespace goarchive::app

@@ -518,7 +518,7 @@ SLOW = {"batch_size": 5, "delete_batch_size": 4, "sleep": 0.15}
 
 
 class Connections(Base):
-    """Preflight: a run needs at least two source and three destination connections (max_connections). These
+    """Preflight: a run needs at least three source and four destination connections (max_connections). These
     servers are this suite's own, so lowering max_connections disturbs nobody."""
 
     def too_few(self, server, needed):
@@ -545,10 +545,10 @@ class Connections(Base):
         self.check(sc, snap, expect, True, "after the rerun")
 
     def test_too_few_source_connections_refused(self):
-        self.too_few("source", 2)
+        self.too_few("source", 3)
 
     def test_too_few_destination_connections_refused(self):
-        self.too_few("destination", 3)
+        self.too_few("destination", 4)
 
 
 class Overlaps(Base):

@@ -191,8 +191,8 @@ class LockNamesTest(unittest.TestCase):
 
     def test_locks_need_no_privilege(self):
         """Locks need no privilege: a run whose user has only table privileges takes and reports them, and a user
-        with no privilege at all finds the holders with the chapter's SQL. The run uses two source and three
-        destination connections (A run needs at least two source connections and three destination
+        with no privilege at all finds the holders with the chapter's SQL. The run uses three source and four
+        destination connections (A run needs at least three source connections and four destination
         connections)."""
         sc = LockScenario(self, "nopriv")
         sc.tree()

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Schema drift during a run (real-schema item 4): a source or destination table whose definition changes while a
+run goes stops the run cleanly at the next batch boundary, with a message that names the table; no column is ever
+silently lost, and every row is in exactly one server."""
+
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gatest  # noqa: E402
+from scenario import BIN, Scenario  # noqa: E402
+
+INNODB = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+JOB = {"root_table": "p", "where": "old = 1", "relations": [{"table": "c", "foreign_key": "p_id"}]}
+
+
+def tables(sc):
+    sc.both(f"CREATE TABLE p (id INT PRIMARY KEY, old TINYINT NOT NULL, v VARCHAR(20)) {INNODB}")
+    sc.both(f"CREATE TABLE c (id INT PRIMARY KEY, p_id INT NOT NULL, v VARCHAR(20), KEY (p_id)) {INNODB}")
+    sc.src("INSERT INTO p SELECT seq, 1, CONCAT('p', seq) FROM seq_1_to_20")
+    sc.src("INSERT INTO c SELECT seq, 1 + (seq - 1) DIV 2, CONCAT('c', seq) FROM seq_1_to_40")
+
+
+class DriftTest(unittest.TestCase):
+    def run_with_alter(self, server, alter):
+        sc = Scenario(self, "drift")
+        tables(sc)
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 4})
+        original = sc.snapshot(["p", "c"])
+        pause = os.path.join(sc.tmp, "pause")
+        open(pause, "w").close()
+        env = dict(os.environ, GOARCHIVE_PAUSE=f"after_batch:1:{pause}")
+        proc = subprocess.Popen([BIN, "archive", "-c", cfg, "-j", "j", "--no-progress"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 60
+            while not os.path.exists(pause + ".reached") and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            self.assertTrue(os.path.exists(pause + ".reached"), "goarchive never reached the pause point")
+            db = sc.src_db if server == "source" else sc.dst_db
+            gatest.sql(server, f"ALTER TABLE {gatest.quote_ident(db)}.c {alter}")
+        finally:
+            os.unlink(pause)
+        out, err = proc.communicate(timeout=60)
+        return sc, original, proc.returncode, out, err, db
+
+    def test_column_added_on_the_source_mid_run_stops_the_run(self):
+        sc, original, rc, out, err, db = self.run_with_alter("source", "ADD COLUMN extra INT NOT NULL DEFAULT 7")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn(f"the definition of source table {db}.c changed during the run", out + err)
+        self.assertIn("the run stopped cleanly at a batch boundary", out + err)
+        moved = set(sc.rows("destination", "p"))
+        self.assertTrue(moved and len(moved) < 20, "the first batches moved, the rest stayed")
+        # Every original row is in exactly one server; the source's rows carry the new column now.
+        src_c, dst_c = sc.rows("source", "c"), sc.rows("destination", "c")
+        for k, row in original["c"].items():
+            self.assertTrue((k in src_c) != (k in dst_c), f"c {k} in both or neither")
+            if k in src_c:
+                self.assertEqual(src_c[k][:3], row)
+            else:
+                self.assertEqual(dst_c[k], row)
+        self.assertEqual(sc.unfinished(), 0, "the run ended at a boundary with nothing half-done")
+
+    def test_column_dropped_on_the_destination_mid_run_stops_the_run(self):
+        sc, original, rc, out, err, db = self.run_with_alter("destination", "DROP COLUMN v")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn(f"the definition of destination table {db}.c changed during the run", out + err)
+        self.assertEqual(sc.unfinished(), 0)
+        src_p = set(sc.rows("source", "p"))
+        dst_p = set(sc.rows("destination", "p"))
+        self.assertEqual(src_p | dst_p, set(original["p"]))
+        self.assertEqual(src_p & dst_p, set())
+
+
+if __name__ == "__main__":
+    unittest.main()
