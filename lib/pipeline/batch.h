@@ -58,6 +58,7 @@ struct Batch {
   bool recovery = false;
   bool loaded = false;        // tables already read (in one snapshot)
   bool prebuilt = false;      // digests and statements built
+  bool keyset_end = false;    // the keyset read found no root left (the batch is empty and the loop ends)
   // Recovery of a batch found `deleting`: the rows are the archived copy, which may be the only one left; a
   // root whose source tree differs from it is a conflict, never a reason to replace it.
   bool unproven = false;

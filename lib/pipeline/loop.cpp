@@ -35,8 +35,10 @@ bool Loop::pipelined(unsigned& batch_no) {
   auto submit_read = [&](Batch& b) {
     return worker.submit([this, &cursor, pb = &b] {
       auto t0 = Clock::now();
-      m_reader.read_next(*pb, cursor ? &*cursor : nullptr, false);
-      if (!pb->root_keys.empty()) cursor = pb->root_keys.back();
+      // The cursor follows the keyset, not the batch: roots it skips (open conflicts) are passed over too.
+      std::vector<std::string> last = m_reader.read_next(*pb, cursor ? &*cursor : nullptr, false);
+      pb->keyset_end = last.empty();
+      if (!last.empty()) cursor = std::move(last);
       m_stages.prebuild(*pb);
       pb->t_read = since(t0);
     });
@@ -56,7 +58,13 @@ bool Loop::pipelined(unsigned& batch_no) {
   m_ctx.hooks.gate("batch");
   current = std::make_unique<Batch>();
   submit_read(*current).get();
-  while (!current->roots.empty()) {
+  while (!current->keyset_end) {
+    if (current->roots.empty()) {  // every root of this page is skipped: read on
+      next = std::make_unique<Batch>();
+      submit_read(*next).get();
+      current = std::move(next);
+      continue;
+    }
     current->no = ++batch_no;
     next = std::make_unique<Batch>();
     read_done = submit_read(*next);  // prefetch, behind the delete of the previous batch
