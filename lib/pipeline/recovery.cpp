@@ -1,10 +1,24 @@
 #include "pipeline/recovery.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "pipeline/rows.h"
 
 namespace goarchive::pipeline {
+
+bool Recovery::any_row_on(Side side, const Batch& from, int root) const {
+  db::Connection& conn = side == Side::source ? m_ctx.src : m_ctx.dst;
+  for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
+    const TableMeta& m = m_ctx.tables[t];
+    const std::string& name = side == Side::source ? m.source_name : m.destination_name;
+    for (const auto& list : primary_key_lists(m, from.tables[t].rows, from.tables[t].rows_of(root),
+                                              statement_budget(conn))) {
+      if (conn.scalar(fmt::format("SELECT 1 FROM {} WHERE {} LIMIT 1", name, list))) return true;
+    }
+  }
+  return false;
+}
 
 void Recovery::review_conflicts(const TreeReader& tree) {
   if (m_ctx.mode != Mode::archive && m_ctx.mode != Mode::copy_only) return;
@@ -24,8 +38,13 @@ void Recovery::review_conflicts(const TreeReader& tree) {
   std::vector<std::string> resolved;
   for (size_t i = 0; i < keys.size(); ++i) {
     int r = static_cast<int>(i);
-    bool one_side = source.tables[0].rows_of(r).empty() || archive.tables[0].rows_of(r).empty();
-    if (one_side || same_tree(source, archive, r)) {
+    // One version left: the root is on one side only and no row of its tree is on the other side under another
+    // root (a re-keyed root leaves its rows on both sides under two keys).
+    bool in_source = !source.tables[0].rows_of(r).empty(), in_archive = !archive.tables[0].rows_of(r).empty();
+    bool one_side = in_source != in_archive &&
+                    !any_row_on(in_source ? Side::destination : Side::source, in_source ? source : archive, r);
+    bool gone = !in_source && !in_archive;
+    if (gone || one_side || (in_source && in_archive && same_tree(source, archive, r))) {
       resolved.push_back(source.roots[i].hash);
       continue;
     }

@@ -20,6 +20,9 @@ public:
   void review_conflicts(const TreeReader& tree);
 
 private:
+  // True when a row of `root`'s tree in `from` is on `side` by primary key.
+  bool any_row_on(Side side, const Batch& from, int root) const;
+
   Context& m_ctx;
   const BatchLog& m_log;
   Stages& m_stages;
