@@ -35,7 +35,8 @@ print(f"\nchaos.sh: seed {d['seed']}: rounds {g('rounds')} (failed {g('rounds_fa
 print(f"chaos.sh: lost {g('lost')} / duplicated {g('duplicated')} / stale {g('stale')} / orphans {g('orphans')} "
       f"(unarchived {g('unarchived')}, misplaced {g('misplaced')}, final runs failed {g('final_failed')})")
 print(f"chaos.sh: allowed and reported: rows of conflict roots {g('conflicts')}, deleted rows whose archived copy was "
-      f"kept after a kill in the delete's commit window {g('kept')}")
+      f"kept after a kill in the delete's commit window {g('kept')}, diamond roots blocked {g('blocked')}, "
+      f"eligible roots left unexplained in diamond rounds {g('unarchived_diamond')}")
 for r in d["rounds"]:
     if r["failed"]:
         print(f"chaos.sh:   round {r['round']}: {r['kind']}: {r['summary']}")
