@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 readonly CONFIG=examples/shop.toml
 readonly JOB=archive_old_orders
 readonly ORDERS=4000
-readonly TABLES=(customers orders order_items payments shipments shipment_items)
+readonly TABLES=(customers orders order_items payments shipments shipment_items reviews)
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -61,6 +61,15 @@ sql destination -e "DROP DATABASE IF EXISTS shop_archive; CREATE DATABASE shop_a
 sql destination shop_archive <examples/shop_schema.sql
 older=$(sql source -NBe "SELECT COUNT(*) FROM shop.orders WHERE created_at < NOW() - INTERVAL 2 YEAR")
 echo "loaded: orders older than two years (the job's where condition): $older"
+# A table outside the job that references orders (ON DELETE RESTRICT): the old orders it still references stay in
+# the source, reported as blocked, and everything else moves (goarchive.toml(5), "References from outside the job").
+sql source shop -e "CREATE TABLE reviews (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+                      order_id BIGINT UNSIGNED NOT NULL, stars TINYINT NOT NULL,
+                      CONSTRAINT fk_reviews_order FOREIGN KEY (order_id) REFERENCES orders (id) ON DELETE RESTRICT
+                    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+                    INSERT INTO reviews (order_id, stars)
+                      SELECT id, 1 + id % 5 FROM orders WHERE created_at < NOW() - INTERVAL 2 YEAR ORDER BY id LIMIT 5"
+echo "reviews (not in the job) still references 5 of those old orders: they stay in the source, reported as blocked"
 
 step "row counts before"
 counts
