@@ -175,41 +175,53 @@ void DestinationWriter::run_inserts(Batch& batch, size_t t, const std::vector<St
 void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows) {
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
-  db::RowSet existing;
-  existing.set_columns(m.columns);
-  for (const auto& list : primary_key_lists(m, tb.rows, rows, statement_budget(m_ctx.dst))) {
-    db::RowSet part = m_ctx.dst.query(fmt::format("SELECT {} FROM {} WHERE {}", m.select_list, m.destination_name, list));
-    for (size_t r = 0; r < part.rows(); ++r) append_row(existing, part, r);
-  }
-  std::map<std::string, size_t> there;
-  for (size_t r = 0; r < existing.rows(); ++r) there[encode_values(existing, r, m.key_idx)] = r;
   std::vector<size_t> missing;
+  size_t skipped = 0;
   bool removed_stale = false;
-  for (size_t r : rows) {
-    auto it = there.find(tb.key[r]);
-    if (it == there.end()) {
-      missing.push_back(r);
-      continue;
-    }
-    if (!same_row(existing, it->second, tb.rows, r)) {
-      if (remove_stale_copy_of(t, existing, it->second)) {
-        removed_stale = true;
-        missing.push_back(r);  // its stale copy is gone: insert the current version
-        continue;
+  // A stale copy-only copy removed for one row takes its whole tree with it, other rows of this list among
+  // them: the destination is read again after each removal, so that no row is judged against a deleted copy.
+  for (bool again = true; again;) {
+    again = false;
+    missing.clear();
+    skipped = 0;
+    std::map<std::string, size_t> there;
+    db::RowSet existing = read_by_key(t, tb.rows, rows);
+    for (size_t r = 0; r < existing.rows(); ++r) there[encode_values(existing, r, m.key_idx)] = r;
+    for (size_t r : rows) {
+      auto it = there.find(tb.key[r]);
+      if (it == there.end()) {
+        missing.push_back(r);
+      } else if (same_row(existing, it->second, tb.rows, r)) {
+        ++skipped;
+      } else if (remove_stale_copy_of(t, existing, it->second)) {
+        removed_stale = again = true;  // its stale copy is gone: the current version goes in
+        break;
+      } else {
+        throw RowConflict(fmt::format("the row {} is already in the destination with different content; goarchive "
+                                      "never overwrites an archived row",
+                                      name_row(m, tb.rows, r)),
+                          tb.root[r]);
       }
-      throw RowConflict(fmt::format("the row {} is already in the destination with different content; goarchive "
-                                    "never overwrites an archived row",
-                                    name_row(m, tb.rows, r)),
-                        tb.root[r]);
     }
-    ++m_ctx.stats.tables[t].skipped_existing;
   }
+  m_ctx.stats.tables[t].skipped_existing += skipped;
   if (missing.size() == rows.size() && !removed_stale) {
     throw Error(fmt::format("table {}: INSERT reported a duplicate key but none of its rows is in the destination; "
                             "a unique key other than the primary key conflicts. Check the destination's unique keys",
                             m.node.table));
   }
   if (!missing.empty()) run_inserts(batch, t, build_inserts(batch, t, missing));
+}
+
+db::RowSet DestinationWriter::read_by_key(size_t t, const db::RowSet& rows, const std::vector<size_t>& which) {
+  const TableMeta& m = m_ctx.tables[t];
+  db::RowSet found;
+  found.set_columns(m.columns);
+  for (const auto& list : primary_key_lists(m, rows, which, statement_budget(m_ctx.dst))) {
+    db::RowSet part = m_ctx.dst.query(fmt::format("SELECT {} FROM {} WHERE {}", m.select_list, m.destination_name, list));
+    for (size_t r = 0; r < part.rows(); ++r) append_row(found, part, r);
+  }
+  return found;
 }
 
 std::optional<std::vector<std::string>> DestinationWriter::destination_root_of(size_t t, const db::RowSet& rows,

@@ -54,6 +54,8 @@ private:
   // and the rows go through the INSERT path, which reports or settles it exactly as before.
   void run_load(Batch& batch, size_t t, const Statement& st);
   void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
+  // The destination's rows of table T with the primary keys of ROWS' rows WHICH.
+  db::RowSet read_by_key(size_t t, const db::RowSet& rows, const std::vector<size_t>& which);
   // The root key (values) a destination row of table t hangs under, found up its foreign keys; nullopt when a
   // parent is missing.
   std::optional<std::vector<std::string>> destination_root_of(size_t t, const db::RowSet& rows, size_t r) const;

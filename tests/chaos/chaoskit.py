@@ -649,7 +649,11 @@ def run(bin_path, args, env=None, kill_after=None, timeout=180):
                 p.wait()
         out.seek(0)
         err.seek(0)
-        return p.returncode, out.read(), err.read()
+        o, r = out.read(), err.read()
+        if os.environ.get("CHAOS_LOG"):
+            with open(os.environ["CHAOS_LOG"], "a") as f:
+                f.write(f"==== {' '.join(args)} env={env} kill_after={kill_after} rc={p.returncode}\n{r}")
+        return p.returncode, o, r
 
 
 def tail(text, n=15):

@@ -244,6 +244,38 @@ class SafetyLiveTest(unittest.TestCase):
         sc.assert_invariant({t: {**now[t], **archived[t]} for t in TABLES}, RELATIONS)
         self.assertEqual(sc.unfinished(), 0)
 
+    def test_copy_only_children_moved_to_a_later_root_of_the_same_run(self):
+        """copy-only copies root 1; two of its children then move to root 3, which a later batch of the same run
+        copies. The first moved child shows root 1's copy is stale, and the whole of it goes; the second is then
+        no longer in the destination and goes in as it is now (it used to be judged against the copy just removed
+        and reported as a conflict, exit 1)."""
+        sc = Scenario(self, "comoved")
+        tree(sc)
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 1})
+        r = self.paused_write(sc, cfg, "after_copy_commit:1", lambda: app(sc, "UPDATE c SET p_id = 3 WHERE id IN (1, 2)"),
+                              command="copy-only")
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("are in conflict", r.out + r.err)
+        self.assertIn("the copy-only copy of root p (id) = (1) went stale", r.out + r.err)
+        dst_c = sc.rows("destination", "c")
+        self.assertEqual((dst_c[(1,)], dst_c[(2,)]), ((1, 3, "c1"), (2, 3, "c2")))
+        self.assertNotIn((1,), sc.rows("destination", "p"))
+        # The rerun copies root 1's current tree again; the destination then equals the source's eligible trees.
+        r = sc.job("copy-only", cfg)
+        self.assertEqual(r.rc, 0, r)
+        src = sc.snapshot(TABLES)
+        eligible = {1, 3, 5}
+        for t in TABLES:
+            dst = sc.rows("destination", t)
+            self.assertEqual({k: v for k, v in src[t].items() if k in dst}, dst, f"{t}: a copy differs")
+        self.assertEqual(set(sc.rows("destination", "p")), {(k,) for k in eligible})
+        self.assertEqual(set(sc.rows("destination", "c")), {k for k, v in src["c"].items() if v[1] in eligible})
+        self.assertEqual(sc.unfinished(), 0)
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assert_nowhere_both(sc)
+        sc.assert_invariant(src, RELATIONS)
+
     # -- the application changes a tree after its copy ---------------------------------------------------------------
     def changed_after_copy(self, sc, cfg, write, stays, gone_from_tree=()):
         """The run: WRITE() after the copy; the roots STAYS stay in the source with no archived copy left; the rerun
