@@ -300,6 +300,7 @@ private:
       pipeline::Engine engine(m_mode, m_job, m_tables, *m_src, *m_dst, m_registry, m_jobrow.id, m_run_id,
                               root_scope(m_cfg, m_job), hooks());
       engine.set_marks_connection(*m_marks);
+      engine.use_commit_proofs(m_cfg.source.database);
       if (retries > 0) engine.carry_over(m_stats);  // a retry continues the run's counts
       try {
         bool completed = engine.run();

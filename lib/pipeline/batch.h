@@ -62,6 +62,10 @@ struct Batch {
   // Recovery of a batch found `deleting`: the rows are the archived copy, which may be the only one left; a
   // root whose source tree differs from it is a conflict, never a reason to replace it.
   bool unproven = false;
+  // Recovery of a batch found `deleting` whose commit proof is in the source: its delete committed, so the
+  // archived copy is the archive; only the end is left to write.
+  bool delete_committed = false;
+  std::string proof;  // the commit-proof token of its latest delete transaction (commit_proof.h), or empty
   std::vector<std::vector<std::string>> root_keys;  // key values per root
   std::vector<tracking::RootKey> roots;             // encoded + hash, per root
   std::vector<TableRows> tables;                    // by node index

@@ -48,6 +48,7 @@ void BatchLog::mark_deleting(Batch& batch, db::Connection& conn) const {
   db::Transaction tx(conn);
   unsigned v = m_ctx.registry.transition(conn, batch.id, {"copied", "deleting"}, "deleting", batch.version);
   m_ctx.registry.record_stayed(conn, batch.id, kept);
+  m_ctx.registry.record_proof(conn, batch.id, batch.proof);
   m_ctx.hooks.before_commit();
   tx.commit();
   batch.version = v;

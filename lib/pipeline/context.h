@@ -18,6 +18,8 @@ namespace goarchive::pipeline {
 
 enum class Mode { archive, copy_only, purge };
 
+class CommitProof;
+
 // What the pipeline asks its owner at every batch boundary and before every commit.
 struct Hooks {
   std::function<void()> before_commit;               // throws when a lock set is lost
@@ -42,6 +44,8 @@ struct Context {
   // The destination connection the remover records its decision on (its move to deleting), beside the main
   // thread's transaction on `dst`; `dst` itself where nothing runs beside it.
   db::Connection* marks = nullptr;
+  // The proof that a delete committed (commit_proof.h); owned by the Engine, never null while it runs.
+  CommitProof* proof = nullptr;
   // Some relation has no foreign key in the database: the delete's locked reads take gap locks.
   bool gap_locks = false;
   // Hashes of roots no batch may take (open conflicts). Written on the main thread, read by the source worker.

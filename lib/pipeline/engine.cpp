@@ -9,7 +9,7 @@ Context make_context(Mode mode, const config::Job& job, std::vector<TableMeta> t
                      unsigned long long run_id, std::string scope, Hooks hooks) {
   plan::Tree tree(job);
   Context ctx{mode, job, std::move(tables), tree.copy_order(), tree.delete_order(), source, destination, registry,
-              job_id, run_id, std::move(scope), std::move(hooks), Stats{}, nullptr, false, {}};
+              job_id, run_id, std::move(scope), std::move(hooks), Stats{}, nullptr, nullptr, false, {}};
   for (const auto& t : ctx.tables) {
     ctx.stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
     for (const auto& e : t.edges) ctx.gap_locks = ctx.gap_locks || e.config_only;
@@ -24,18 +24,24 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
                unsigned long long run_id, std::string scope, Hooks hooks)
     : m_ctx(make_context(mode, job, std::move(tables), source, destination, registry, job_id, run_id,
                          std::move(scope), std::move(hooks))),
-      m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_log(m_ctx), m_remover(m_ctx, m_tree, m_log),
+      m_proof(m_ctx), m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_log(m_ctx), m_remover(m_ctx, m_tree, m_log),
       m_stages(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log), m_recovery(m_ctx, m_log, m_stages),
       m_sweep(m_ctx, m_tree, m_writer),
-      m_loop(m_ctx, m_reader, m_stages) {}
+      m_loop(m_ctx, m_reader, m_stages) {
+  m_ctx.proof = &m_proof;
+}
 
 bool Engine::run() {
+  m_proof.start(m_proof_db);
   m_stages.start();
   m_recovery.review_conflicts(m_tree);
-  if (!m_recovery.run(m_batch_no)) return false;
-  if (!m_sweep.run()) return false;
-  m_stages.start();  // the sweep may have forgotten marks
-  return m_loop.run(m_batch_no);
+  bool completed = m_recovery.run(m_batch_no) && m_sweep.run();
+  if (completed) {
+    m_stages.start();  // the sweep may have forgotten marks
+    completed = m_loop.run(m_batch_no);
+  }
+  m_proof.flush();
+  return completed;
 }
 
 }  // namespace goarchive::pipeline

@@ -8,6 +8,7 @@
 
 #include "pipeline/batch.h"
 #include "pipeline/batch_log.h"
+#include "pipeline/commit_proof.h"
 #include "pipeline/context.h"
 #include "pipeline/copy_sweep.h"
 #include "pipeline/destination_writer.h"
@@ -36,6 +37,8 @@ public:
   const Stats& stats() const { return m_ctx.stats; }
   // The destination connection the source delete records its decision on (archive's pipelined loop).
   void set_marks_connection(db::Connection& conn) { m_ctx.marks = &conn; }
+  // archive: the source database whose goarchive_commits table proves each delete's commit (commit_proof.h).
+  void use_commit_proofs(std::string source_db) { m_proof_db = std::move(source_db); }
   // Continues counting from an earlier engine of the same run (after a retry).
   void carry_over(const Stats& stats) { m_ctx.stats = stats; }
 
@@ -44,6 +47,8 @@ public:
 
 private:
   Context m_ctx;
+  CommitProof m_proof;
+  std::string m_proof_db;
   TreeReader m_tree;
   SourceReader m_reader;
   DestinationWriter m_writer;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/commit_proof.h"
 #include "pipeline/rows.h"
 
 namespace goarchive::pipeline {
@@ -58,6 +59,16 @@ void Recovery::review_conflicts(const TreeReader& tree) {
   }
 }
 
+void Recovery::prove(Batch& batch) const {
+  if (!m_ctx.proof->available()) return;
+  batch.proof = m_ctx.registry.proof(m_ctx.dst, batch.id);
+  if (batch.proof.empty()) return;  // decided before proofs (or on an unproven copy): versions are compared
+  batch.unproven = false;
+  batch.delete_committed = m_ctx.proof->committed(batch.proof);
+  spdlog::info("batch {}: the interrupted delete {} (its commit proof is {} the source)", batch.no,
+               batch.delete_committed ? "committed" : "rolled back", batch.delete_committed ? "in" : "not in");
+}
+
 bool Recovery::run(unsigned& batch_no) {
   auto counts = m_ctx.registry.unfinished_counts(m_ctx.dst, m_ctx.job_id);
   if (counts.first + counts.second == 0) return true;
@@ -76,6 +87,7 @@ bool Recovery::run(unsigned& batch_no) {
       batch.unproven = m_ctx.mode == Mode::archive && row.state == "deleting";
       for (const auto& enc : row.root_keys) batch.add_root(tracking::decode_key(enc));
       m_log.adopt(batch, row.version);
+      if (batch.unproven) prove(batch);
       m_stages.process(batch);
       m_ctx.stats.recovered += batch.roots.size();
       if (!m_ctx.hooks.boundary("recovery")) return false;

@@ -20,6 +20,8 @@ public:
   void review_conflicts(const TreeReader& tree);
 
 private:
+  // A deleting batch with a commit proof: whether its delete committed, from the source (commit_proof.h).
+  void prove(Batch& batch) const;
   // True when a row of `root`'s tree in `from` is on `side` by primary key.
   bool any_row_on(Side side, const Batch& from, int root) const;
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/commit_proof.h"
 #include "pipeline/holds.h"
 #include "pipeline/rows.h"
 #include "util/error.h"
@@ -33,8 +34,11 @@ void Remover::remove(Batch& batch) const {
   if (batch.unproven) check_gone_roots(batch, now);
   judge(batch, now, matches);
   delete_rows(batch, now);
+  // The commit proof rides in this transaction; a decision made on an unproven copy carries none, so that its
+  // recovery compares versions again.
+  batch.proof = batch.unproven || batch.id == 0 ? "" : m_ctx.proof->stamp(batch.id);
   // The decision is on the destination before the source commits: a recovery that finds the batch deleting
-  // knows which roots this transaction kept, whether or not it committed.
+  // knows which roots this transaction kept, and from the proof whether it committed.
   m_log.mark_deleting(batch, m_ctx.marks ? *m_ctx.marks : m_ctx.dst);
   fault::point("before_delete_commit");
   m_ctx.hooks.before_commit();

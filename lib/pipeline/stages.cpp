@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/commit_proof.h"
 #include "pipeline/rows.h"
 #include "util/fault.h"
 #include "util/strings.h"
@@ -207,6 +208,7 @@ void Stages::account(Batch& batch) {
     if (m_ctx.stats.blocked.size() < 20) m_ctx.stats.blocked.push_back(why);
   }
   m_ctx.stats.roots_done += batch.count(RootFate::moved);
+  m_ctx.proof->forget(batch.proof);  // its end is committed: the proof may go
   ++m_ctx.stats.batches;
   m_ctx.stats.roots += batch.roots.size();
   m_ctx.hooks.progress(m_ctx.stats, "batch done");
@@ -229,6 +231,15 @@ void Stages::read_archived_copy(Batch& batch) const {
 
 void Stages::process(Batch& batch) {
   auto t0 = std::chrono::steady_clock::now();
+  if (batch.delete_committed) {
+    // The interrupted delete committed: the archived copy is the archive. Only the end is left: done, and the
+    // copies of the roots that delete kept in the source removed.
+    read_archived_copy(batch);
+    batch.t_read = since(t0);
+    std::vector<Batch*> done{&batch};
+    finish(done);
+    return;
+  }
   if (batch.unproven) {
     read_archived_copy(batch);
   } else if (!batch.loaded) {

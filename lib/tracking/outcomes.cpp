@@ -1,5 +1,5 @@
-// Registry: what a batch's delete decided (batch_stayed) and the conflicts that wait for a person
-// (tracking_schema/002_fates_and_conflicts.sql). Plain writes and reads; the callers own the transactions.
+// Registry: what a batch's delete decided (batch_stayed), the token that proves its commit (batch_proofs) and the
+// conflicts that wait for a person (tracking_schema/002_fates_and_conflicts.sql, 004_commit_proofs.sql). Plain writes and reads; the callers own the transactions.
 #include <fmt/format.h>
 
 #include "plan/sql.h"
@@ -13,6 +13,21 @@ void Registry::record_stayed(db::Connection& conn, unsigned long long batch_id, 
   conn.execute(fmt::format("INSERT INTO {} (batch_id, root_keys) VALUES ({}, {}) ON DUPLICATE KEY UPDATE "
                            "root_keys = VALUES(root_keys)",
                            table("batch_stayed"), batch_id, sql::hex_literal(pack_keys(keys))));
+}
+
+void Registry::record_proof(db::Connection& conn, unsigned long long batch_id, const std::string& token) const {
+  if (token.empty()) {
+    conn.execute(fmt::format("DELETE FROM {} WHERE batch_id = {}", table("batch_proofs"), batch_id));
+    return;
+  }
+  conn.execute(fmt::format("INSERT INTO {} (batch_id, token) VALUES ({}, {}) ON DUPLICATE KEY UPDATE token = "
+                           "VALUES(token)",
+                           table("batch_proofs"), batch_id, sql::hex_literal(token)));
+}
+
+std::string Registry::proof(db::Connection& conn, unsigned long long batch_id) const {
+  return conn.scalar(fmt::format("SELECT token FROM {} WHERE batch_id = {}", table("batch_proofs"), batch_id))
+      .value_or("");
 }
 
 std::vector<std::string> Registry::stayed(db::Connection& conn, unsigned long long batch_id) const {

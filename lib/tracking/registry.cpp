@@ -269,6 +269,7 @@ unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_
     db::Transaction tx(conn);
     conn.execute(fmt::format("DELETE FROM {} WHERE batch_id IN ({})", table("batch_keys"), list));
     conn.execute(fmt::format("DELETE FROM {} WHERE batch_id IN ({})", table("batch_stayed"), list));
+    conn.execute(fmt::format("DELETE FROM {} WHERE batch_id IN ({})", table("batch_proofs"), list));
     total += conn.execute(fmt::format("DELETE FROM {} WHERE id IN ({}) AND state = 'done'", table("batches"), list));
     tx.commit();
     if (ids.rows() < 1000) break;

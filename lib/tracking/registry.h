@@ -112,6 +112,9 @@ public:
   // The roots a batch's delete left in the source (batch_stayed), written with its move to deleting.
   void record_stayed(db::Connection& conn, unsigned long long batch_id, const std::vector<RootKey>& keys) const;
   std::vector<std::string> stayed(db::Connection& conn, unsigned long long batch_id) const;  // encoded keys
+  // The commit-proof token of a batch's latest move to deleting (batch_proofs); empty TOKEN forgets it.
+  void record_proof(db::Connection& conn, unsigned long long batch_id, const std::string& token) const;
+  std::string proof(db::Connection& conn, unsigned long long batch_id) const;  // raw 16 bytes, or ""
   // Conflicts (DESIGN.md §5): roots kept on both sides until a person removes one version.
   void add_conflicts(db::Connection& conn, unsigned long long job_id, unsigned long long batch_id,
                      const std::vector<RootKey>& keys) const;
