@@ -175,9 +175,10 @@ void Holds::outside(db::Connection& conn, const Batch& tree, Read read, Batch& b
       }
       for (const auto& [root, n] : per_root) {
         block(batch, root,
-              fmt::format("{} stays: blocked by {}.{}: {} row{} of {} still reference {}",
+              fmt::format("{} stays: blocked by {}.{}: {} row{} of {} still reference{} {}",
                           name_key(m_ctx.root(), batch.root_keys[static_cast<size_t>(root)]), ref.fk.table,
-                          ref.fk.name, n, n == 1 ? "" : "s", ref.fk.table, name_row(m, rows.rows, first_row[root])));
+                          ref.fk.name, n, n == 1 ? "" : "s", ref.fk.table, n == 1 ? "s" : "",
+                          name_row(m, rows.rows, first_row[root])));
       }
     }
   }
