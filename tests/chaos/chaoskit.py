@@ -1,7 +1,7 @@
-"""Helpers for the randomized live-application test (test_chaos.py): its own servers (campaignkit), the round's schema (three
-tables r -> c -> g with integer, composite or VARCHAR keys, with or without database foreign keys), the
-application threads and their oracle (the model of every row's latest committed version), goarchive under SIGKILL,
-and the closing check.
+"""Helpers for the randomized live-application test (test_chaos.py): its own servers (campaignkit), the round's
+schema (three tables r -> c -> g with integer, composite or VARCHAR keys, with or without database foreign keys), the
+application threads and their oracle (the model of every row's latest committed version), goarchive under SIGKILL
+(campaignkit), and the closing check.
 
 The model is location-independent: {table: {key: row}} of what the rows *are* (initial data plus every write the
 application committed with affected rows >= 1, each row read back inside its own transaction, so the model holds the
