@@ -1,3 +1,4 @@
+// plan, version and the names of the modes: what needs the config alone (no server).
 #include <iostream>
 
 #include <fmt/format.h>
@@ -30,61 +31,63 @@ std::string version_text() {
                      FMT_VERSION, OPENSSL_VERSION_TEXT);
 }
 
-int plan(const config::Config& cfg, const std::string& job_name, Format format) {
-  const config::Job& job = cfg.job(job_name);
-  plan::Tree tree(job);
-  std::vector<std::string> copy, del;
-  for (int i : tree.copy_order()) copy.push_back(tree.nodes()[static_cast<size_t>(i)].table);
-  for (int i : tree.delete_order()) del.push_back(tree.nodes()[static_cast<size_t>(i)].table);
-  std::string prefix = "jobs." + job_name + ".";
-  if (format == Format::json) {
-    Json out = Json::object();
-    out.set("schema_version", Json(1));
-    out.set("job", Json(job_name));
-    out.set("root_table", Json(job.root_table));
-    out.set("where", Json(job.where));
-    Json tables = Json::array();
-    for (const auto& n : tree.nodes()) {
-      Json t = Json::object();
-      t.set("table", Json(n.table));
-      t.set("parent", n.parent < 0 ? Json() : Json(tree.nodes()[static_cast<size_t>(n.parent)].table));
-      Json fk = Json::array();
-      for (const auto& c : n.foreign_key) fk.push(Json(c));
-      t.set("foreign_key", fk);
-      Json refs = Json::array();
-      for (const auto& c : n.references) refs.push(Json(c));
-      t.set("references", refs);
-      t.set("depth", Json(n.depth));
-      Json also = Json::array();
-      for (const auto& e : n.also) {
-        Json a = Json::object();
-        a.set("parent", Json(tree.nodes()[static_cast<size_t>(e.parent)].table));
-        Json afk = Json::array();
-        for (const auto& c : e.foreign_key) afk.push(Json(c));
-        a.set("foreign_key", afk);
-        Json arefs = Json::array();
-        for (const auto& c : e.references) arefs.push(Json(c));
-        a.set("references", arefs);
-        also.push(a);
-      }
-      t.set("also_under", also);
-      tables.push(t);
-    }
-    out.set("tables", tables);
-    Json co = Json::array(), dor = Json::array();
-    for (const auto& t : copy) co.push(Json(t));
-    for (const auto& t : del) dor.push(Json(t));
-    out.set("copy_order", co);
-    out.set("delete_order", dor);
-    if (tree.has_diamonds()) out.set("rule", Json(plan::k_diamond_rule));
-    Json settings = Json::object();
-    for (const auto& [k, s] : cfg.settings) {
-      if (k.rfind(prefix, 0) == 0) settings.set(k.substr(prefix.size()), Json(s.value));
-    }
-    out.set("settings", settings);
-    std::cout << out.dump() << "\n";
-    return 0;
+namespace {
+
+std::vector<std::string> table_names(const plan::Tree& tree, const std::vector<int>& order) {
+  std::vector<std::string> out;
+  for (int i : order) out.push_back(tree.nodes()[static_cast<size_t>(i)].table);
+  return out;
+}
+
+Json string_array(const std::vector<std::string>& values) {
+  Json a = Json::array();
+  for (const auto& v : values) a.push(Json(v));
+  return a;
+}
+
+// One table of the graph: its primary parent, its columns, its depth and its further parents.
+Json table_json(const plan::Tree& tree, const plan::Node& n) {
+  Json t = Json::object();
+  t.set("table", Json(n.table));
+  t.set("parent", n.parent < 0 ? Json() : Json(tree.nodes()[static_cast<size_t>(n.parent)].table));
+  t.set("foreign_key", string_array(n.foreign_key));
+  t.set("references", string_array(n.references));
+  t.set("depth", Json(n.depth));
+  Json also = Json::array();
+  for (const auto& e : n.also) {
+    Json a = Json::object();
+    a.set("parent", Json(tree.nodes()[static_cast<size_t>(e.parent)].table));
+    a.set("foreign_key", string_array(e.foreign_key));
+    a.set("references", string_array(e.references));
+    also.push(a);
   }
+  t.set("also_under", also);
+  return t;
+}
+
+void print_json(const config::Config& cfg, const config::Job& job, const std::string& job_name,
+                const plan::Tree& tree, const std::string& prefix) {
+  Json out = Json::object();
+  out.set("schema_version", Json(1));
+  out.set("job", Json(job_name));
+  out.set("root_table", Json(job.root_table));
+  out.set("where", Json(job.where));
+  Json tables = Json::array();
+  for (const auto& n : tree.nodes()) tables.push(table_json(tree, n));
+  out.set("tables", tables);
+  out.set("copy_order", string_array(table_names(tree, tree.copy_order())));
+  out.set("delete_order", string_array(table_names(tree, tree.delete_order())));
+  if (tree.has_diamonds()) out.set("rule", Json(plan::k_diamond_rule));
+  Json settings = Json::object();
+  for (const auto& [k, s] : cfg.settings) {
+    if (k.rfind(prefix, 0) == 0) settings.set(k.substr(prefix.size()), Json(s.value));
+  }
+  out.set("settings", settings);
+  std::cout << out.dump() << "\n";
+}
+
+void print_text(const config::Config& cfg, const config::Job& job, const std::string& job_name,
+                const plan::Tree& tree, const std::string& prefix) {
   std::cout << "job " << job_name << ": root table " << job.root_table << " where " << job.where << "\n\n";
   std::cout << tree.render_plan() << "\nsettings:\n";
   for (const auto& [k, s] : cfg.settings) {
@@ -92,6 +95,16 @@ int plan(const config::Config& cfg, const std::string& job_name, Format format) 
       std::cout << fmt::format("  {:<20} {}\n", k.substr(prefix.size()), s.value.empty() ? "\"\"" : s.value);
     }
   }
+}
+
+}  // namespace
+
+int plan(const config::Config& cfg, const std::string& job_name, Format format) {
+  const config::Job& job = cfg.job(job_name);
+  plan::Tree tree(job);
+  std::string prefix = "jobs." + job_name + ".";
+  if (format == Format::json) print_json(cfg, job, job_name, tree, prefix);
+  else print_text(cfg, job, job_name, tree, prefix);
   return 0;
 }
 

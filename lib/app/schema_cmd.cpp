@@ -68,80 +68,109 @@ bool table_exists(db::Connection& conn, const std::string& database, const std::
 // A table the server already has: another run or a person created it between our check and our CREATE.
 constexpr unsigned k_table_exists_error = 1050;
 
+// What the run needs from the source before anything is written: the tables' DDL, the CREATE DATABASE
+// statement (the source database's defaults) and the note on foreign keys.
+struct SchemaPlan {
+  std::vector<TableDdl> tables;
+  std::string create_db;
+  std::string fks;
+  schema::DatabaseDefaults defaults;
+};
+
+void require_databases(const config::Config& cfg) {
+  if (cfg.source.database.empty()) {
+    throw ConfigError("[source] has no database; set database = \"<schema>\" in [source]");
+  }
+  if (cfg.destination.database.empty()) {
+    throw ConfigError("[destination] has no database; set database = \"<archive schema>\" in [destination]");
+  }
+}
+
+SchemaPlan read_plan(const config::Config& cfg, const config::Job& job, const plan::Tree& tree, db::Connection& src) {
+  const std::string& sdb = cfg.source.database;
+  auto defaults = schema::database_defaults(src, sdb);
+  if (!defaults) {
+    throw ConfigError(fmt::format("the source database {} does not exist on {}; fix [source] database", sdb,
+                                  src.label()));
+  }
+  SchemaPlan p;
+  p.tables = read_definitions(cfg, job, tree, src);
+  p.create_db = plan::create_database_sql(cfg.destination.database, defaults->charset, defaults->collation);
+  p.fks = cfg.destination.foreign_key_checks ? "foreign keys only along the job's relations"
+                                             : "no foreign keys ([destination] foreign_key_checks = false)";
+  p.defaults = *defaults;
+  return p;
+}
+
+// Valid SQL for `mariadb`: the statements --apply runs, in its order; notes are comment lines.
+void print_sql(const config::Config& cfg, const config::Job& job, const SchemaPlan& p, const db::Connection& src) {
+  std::cout << fmt::format("-- goarchive schema of job {}: source database {} on {}, destination database {}\n"
+                           "-- parents before children; {}; no triggers, no AUTO_INCREMENT, no partitioning\n",
+                           job.name, cfg.source.database, src.label(), cfg.destination.database, p.fks);
+  std::cout << p.create_db << ";\n";
+  for (const auto& t : p.tables) {
+    std::cout << "\n-- " << t.table << "\n";
+    for (const auto& d : t.ddl.dropped) std::cout << "-- left out: " << d << "\n";
+    std::cout << t.ddl.sql << ";\n";
+  }
+}
+
+void create_database(const config::Config& cfg, const SchemaPlan& p, db::Connection& dst) {
+  const std::string& ddb = cfg.destination.database;
+  if (schema::database_exists(dst, ddb)) {
+    std::cout << fmt::format("database {} exists on {}, left as is\n", ddb, dst.label());
+  } else {
+    dst.execute(p.create_db);
+    std::cout << fmt::format("created database {} on {} (character set {}, collation {}, as the source's {})\n", ddb,
+                             dst.label(), p.defaults.charset, p.defaults.collation, cfg.source.database);
+  }
+}
+
+// Creates the table unless it exists; true when it was created here.
+bool create_table(db::Connection& dst, const std::string& ddb, const TableDdl& t) {
+  std::string name = ddb + "." + t.table;
+  bool exists = table_exists(dst, ddb, t.table);
+  if (!exists) {
+    try {
+      dst.execute(t.ddl.sql);
+    } catch (const db::DbError& e) {
+      if (e.code() != k_table_exists_error) {
+        throw Error(fmt::format("creating table {} failed: {}; nothing else was created after it (the tables "
+                                "above are in place); the statement was:\n{}",
+                                name, e.what(), t.ddl.sql));
+      }
+      exists = true;
+    }
+  }
+  if (exists) {
+    std::cout << fmt::format("table {} exists, left as is\n", name);
+    return false;
+  }
+  std::cout << fmt::format("created table {}\n", name);
+  for (const auto& d : t.ddl.dropped) std::cout << "  left out: " << d << "\n";
+  spdlog::debug("{}", t.ddl.sql);
+  return true;
+}
+
 }  // namespace
 
 int schema(const config::Config& cfg, const std::string& job_name, bool apply) {
   const config::Job& job = cfg.job(job_name);
   plan::Tree tree(job);
-  const std::string& sdb = cfg.source.database;
-  const std::string& ddb = cfg.destination.database;
-  if (sdb.empty()) throw ConfigError("[source] has no database; set database = \"<schema>\" in [source]");
-  if (ddb.empty()) {
-    throw ConfigError("[destination] has no database; set database = \"<archive schema>\" in [destination]");
-  }
-
+  require_databases(cfg);
   auto src = connect(cfg.source, "source (schema)", sql::tag(job.name, 0));
   src->execute("SET SESSION TRANSACTION READ ONLY");
-  auto defaults = schema::database_defaults(*src, sdb);
-  if (!defaults) {
-    throw ConfigError(fmt::format("the source database {} does not exist on {}; fix [source] database", sdb,
-                                  src->label()));
-  }
-  std::vector<TableDdl> tables = read_definitions(cfg, job, tree, *src);
-  std::string create_db = plan::create_database_sql(ddb, defaults->charset, defaults->collation);
-  std::string fks = cfg.destination.foreign_key_checks ? "foreign keys only along the job's relations"
-                                                       : "no foreign keys ([destination] foreign_key_checks = false)";
-
+  SchemaPlan p = read_plan(cfg, job, tree, *src);
   if (!apply) {
-    // Valid SQL for `mariadb`: the statements --apply runs, in its order; notes are comment lines.
-    std::cout << fmt::format("-- goarchive schema of job {}: source database {} on {}, destination database {}\n"
-                             "-- parents before children; {}; no triggers, no AUTO_INCREMENT, no partitioning\n",
-                             job.name, sdb, src->label(), ddb, fks);
-    std::cout << create_db << ";\n";
-    for (const auto& t : tables) {
-      std::cout << "\n-- " << t.table << "\n";
-      for (const auto& d : t.ddl.dropped) std::cout << "-- left out: " << d << "\n";
-      std::cout << t.ddl.sql << ";\n";
-    }
+    print_sql(cfg, job, p, *src);
     return k_exit_ok;
   }
-
   auto dst = connect(cfg.destination, "destination (schema)", sql::tag(job.name, 0));
-  if (schema::database_exists(*dst, ddb)) {
-    std::cout << fmt::format("database {} exists on {}, left as is\n", ddb, dst->label());
-  } else {
-    dst->execute(create_db);
-    std::cout << fmt::format("created database {} on {} (character set {}, collation {}, as the source's {})\n", ddb,
-                             dst->label(), defaults->charset, defaults->collation, sdb);
-  }
+  create_database(cfg, p, *dst);
   size_t created = 0, kept = 0;
-  for (const auto& t : tables) {
-    std::string name = ddb + "." + t.table;
-    bool exists = table_exists(*dst, ddb, t.table);
-    if (!exists) {
-      try {
-        dst->execute(t.ddl.sql);
-      } catch (const db::DbError& e) {
-        if (e.code() != k_table_exists_error) {
-          throw Error(fmt::format("creating table {} failed: {}; nothing else was created after it (the tables "
-                                  "above are in place); the statement was:\n{}",
-                                  name, e.what(), t.ddl.sql));
-        }
-        exists = true;
-      }
-    }
-    if (exists) {
-      ++kept;
-      std::cout << fmt::format("table {} exists, left as is\n", name);
-      continue;
-    }
-    ++created;
-    std::cout << fmt::format("created table {}\n", name);
-    for (const auto& d : t.ddl.dropped) std::cout << "  left out: " << d << "\n";
-    spdlog::debug("{}", t.ddl.sql);
-  }
+  for (const auto& t : p.tables) ++(create_table(*dst, cfg.destination.database, t) ? created : kept);
   std::cout << fmt::format("schema of job {}: {} table{} created, {} left as is; {}\n", job.name, created,
-                           created == 1 ? "" : "s", kept, fks);
+                           created == 1 ? "" : "s", kept, p.fks);
   return k_exit_ok;
 }
 

@@ -1,10 +1,8 @@
 // validate: the config, then every preflight check of every job (or one) against the servers; writes nothing.
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <map>
 #include <iostream>
-#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -50,44 +48,56 @@ std::string settings_table(const config::Config& cfg) {
   return out;
 }
 
-}  // namespace
+using Failures = std::map<std::string, std::vector<std::string>>;
 
-int validate(const config::Config& cfg, const std::optional<std::string>& only, int verbosity, Format format) {
+// The failures listed under `key` (none when it has no entry).
+const std::vector<std::string>& failures_of(const Failures& failures, const std::string& key) {
+  static const std::vector<std::string> none;
+  auto it = failures.find(key);
+  return it == failures.end() ? none : it->second;
+}
+
+std::vector<std::string> job_names(const config::Config& cfg, const std::optional<std::string>& only) {
   std::vector<std::string> names;
   if (only) names.push_back(cfg.job(*only).name);
   else for (const auto& [n, j] : cfg.jobs) names.push_back(n);
-  if (verbosity > 0 && format == Format::text) std::cout << settings_table(cfg);
-  std::map<std::string, std::vector<std::string>> failures;
-  std::unique_ptr<db::Connection> src, dst;
-  // A configuration error (exit 2) stays one; a server that cannot be reached is a finding of validate.
+  return names;
+}
+
+// A read-only session, or none when the server cannot be reached: that is a finding of validate, listed under
+// "(servers)". A configuration error (exit 2) stays one.
+std::unique_ptr<db::Connection> connect_read_only(const config::ServerConfig& server, const std::string& label,
+                                                  Failures& failures) {
+  std::unique_ptr<db::Connection> c;
   try {
-    src = connect(cfg.source, "source (validate)");
-    src->execute("SET SESSION TRANSACTION READ ONLY");
+    c = connect(server, label);
+    c->execute("SET SESSION TRANSACTION READ ONLY");
   } catch (const ConfigError&) {
     throw;
   } catch (const Error& e) {
     failures["(servers)"].push_back(e.what());
   }
-  try {
-    dst = connect(cfg.destination, "destination (validate)");
-    dst->execute("SET SESSION TRANSACTION READ ONLY");
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const Error& e) {
-    failures["(servers)"].push_back(e.what());
-  }
-  // A job is checked only when both servers answered: preflight needs the source, and the destination for its
-  // half of the checks. An unchecked job is never reported "ok".
-  std::string unchecked_why;
-  if (!src && !dst) unchecked_why = "neither server could be reached";
-  else if (!src) unchecked_why = "the source could not be reached";
-  else if (!dst) unchecked_why = "the destination could not be reached";
+  return c;
+}
+
+// A job is checked only when both servers answered: preflight needs the source, and the destination for its
+// half of the checks. An unchecked job is never reported "ok". Empty when both answered.
+std::string unchecked_reason(bool have_src, bool have_dst) {
+  if (!have_src && !have_dst) return "neither server could be reached";
+  if (!have_src) return "the source could not be reached";
+  if (!have_dst) return "the destination could not be reached";
+  return "";
+}
+
+// Every preflight check of each job whose source answered; each failure listed under its job's name.
+void check_jobs(const config::Config& cfg, const std::vector<std::string>& names, db::Connection* src,
+                db::Connection* dst, Failures& failures) {
   for (const auto& name : names) {
     const config::Job& job = cfg.jobs.at(name);
     plan::Tree tree(job);  // a configuration error: exit 2, like every other command
     try {
       if (src) {
-        auto pf = preflight(cfg, job, tree, pipeline::Mode::archive, *src, dst.get());
+        auto pf = preflight(cfg, job, tree, pipeline::Mode::archive, *src, dst);
         for (auto& f : pf.failures) failures[name].push_back(f);
       }
     } catch (const ConfigError&) {
@@ -96,49 +106,74 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
       failures[name].push_back(e.what());
     }
   }
-  size_t total = 0;
-  for (const auto& [k, v] : failures) total += v.size();
-  if (format == Format::json) {
-    Json out = Json::object();
-    out.set("schema_version", Json(1));
-    out.set("ok", Json(total == 0));
-    Json jobs = Json::array();
-    for (const auto& name : names) {
-      Json o = Json::object();
-      o.set("job", Json(name));
-      o.set("checked", Json(unchecked_why.empty()));
-      o.set("ok", Json(unchecked_why.empty() && failures[name].empty()));
-      Json f = Json::array();
-      for (const auto& x : failures[name]) f.push(Json(x));
-      o.set("failures", f);
-      jobs.push(o);
-    }
-    out.set("jobs", jobs);
-    Json srv = Json::array();
-    for (const auto& x : failures["(servers)"]) srv.push(Json(x));
-    out.set("server_failures", srv);
-    std::cout << out.dump() << "\n";
-  } else {
-    for (const auto& name : names) {
-      size_t n = failures[name].size();
-      if (!unchecked_why.empty()) {
-        std::string partial = src && n > 0 ? fmt::format("; the source checks found {} problem{}", n, n == 1 ? "" : "s")
-                                           : "";
-        std::cout << fmt::format("job {}: NOT CHECKED ({}{})\n", name, unchecked_why, partial);
-      } else if (n == 0) {
-        std::cout << fmt::format("job {}: ok (config and every preflight check)\n", name);
-      } else {
-        std::cout << fmt::format("job {}: {} problem{} (listed on stderr)\n", name, n, n == 1 ? "" : "s");
-      }
+}
+
+void print_json(const std::vector<std::string>& names, const Failures& failures, const std::string& unchecked_why,
+                size_t total) {
+  Json out = Json::object();
+  out.set("schema_version", Json(1));
+  out.set("ok", Json(total == 0));
+  Json jobs = Json::array();
+  for (const auto& name : names) {
+    Json o = Json::object();
+    o.set("job", Json(name));
+    o.set("checked", Json(unchecked_why.empty()));
+    o.set("ok", Json(unchecked_why.empty() && failures_of(failures, name).empty()));
+    Json f = Json::array();
+    for (const auto& x : failures_of(failures, name)) f.push(Json(x));
+    o.set("failures", f);
+    jobs.push(o);
+  }
+  out.set("jobs", jobs);
+  Json srv = Json::array();
+  for (const auto& x : failures_of(failures, "(servers)")) srv.push(Json(x));
+  out.set("server_failures", srv);
+  std::cout << out.dump() << "\n";
+}
+
+// One line a job on stdout; the failures themselves go to stderr with the error.
+void print_text(const std::vector<std::string>& names, const Failures& failures, const std::string& unchecked_why,
+                bool have_src) {
+  for (const auto& name : names) {
+    size_t n = failures_of(failures, name).size();
+    if (!unchecked_why.empty()) {
+      std::string partial = have_src && n > 0 ? fmt::format("; the source checks found {} problem{}", n,
+                                                            n == 1 ? "" : "s")
+                                              : "";
+      std::cout << fmt::format("job {}: NOT CHECKED ({}{})\n", name, unchecked_why, partial);
+    } else if (n == 0) {
+      std::cout << fmt::format("job {}: ok (config and every preflight check)\n", name);
+    } else {
+      std::cout << fmt::format("job {}: {} problem{} (listed on stderr)\n", name, n, n == 1 ? "" : "s");
     }
   }
-  if (total == 0) return 0;
+}
+
+std::string problems_message(const Failures& failures, size_t total) {
   std::string msg = fmt::format("validate found {} problem{}:", total, total == 1 ? "" : "s");
   for (const auto& [k, v] : failures) {
     for (const auto& f : v) msg += fmt::format("\n  [{}] {}", k, f);
   }
+  return msg;
+}
+
+}  // namespace
+
+int validate(const config::Config& cfg, const std::optional<std::string>& only, int verbosity, Format format) {
+  std::vector<std::string> names = job_names(cfg, only);
+  if (verbosity > 0 && format == Format::text) std::cout << settings_table(cfg);
+  Failures failures;
+  auto src = connect_read_only(cfg.source, "source (validate)", failures);
+  auto dst = connect_read_only(cfg.destination, "destination (validate)", failures);
+  std::string unchecked_why = unchecked_reason(src != nullptr, dst != nullptr);
+  check_jobs(cfg, names, src.get(), dst.get(), failures);
+  size_t total = 0;
+  for (const auto& [k, v] : failures) total += v.size();
+  if (format == Format::json) print_json(names, failures, unchecked_why, total);
+  else print_text(names, failures, unchecked_why, src != nullptr);
+  if (total == 0) return 0;
   if (format == Format::json) return k_exit_failed;
-  throw PreflightError(msg);
+  throw PreflightError(problems_message(failures, total));
 }
 
 }  // namespace goarchive::app

@@ -25,6 +25,16 @@ void Loader::set(const std::string& key, std::string value, Origin origin) {
 
 void Loader::load(const toml::table& doc, const std::string& path, const Overrides& o) {
   Reader top(doc, "", path);
+  read_servers(top, path);
+  read_processing_sections(top, path);
+  if (const toml::table* t = top.subtable("replication")) read_replication(*t, path);
+  read_throttle(top.subtable("throttle"), path, o);
+  read_logging(top, path, o);
+  read_jobs(top, path, o);
+  top.refuse_unknown();
+}
+
+void Loader::read_servers(Reader& top, const std::string& path) {
   if (const toml::table* t = top.subtable("source")) {
     Reader r(*t, "source", path);
     read_server(r, m_cfg.source, "source", false);
@@ -41,7 +51,9 @@ void Loader::load(const toml::table& doc, const std::string& path, const Overrid
     set("destination.job_schema", m_cfg.destination.job_schema = it->second, Origin::environment);
   }
   check_identifier(m_cfg.destination.job_schema, "destination.job_schema");
+}
 
+void Loader::read_processing_sections(Reader& top, const std::string& path) {
   if (const toml::table* t = top.subtable("processing")) {
     Reader r(*t, "processing", path);
     read_processing(r, m_cfg.processing, "processing.", Origin::file);
@@ -56,8 +68,9 @@ void Loader::load(const toml::table& doc, const std::string& path, const Overrid
     r.refuse_unknown();
   }
   record_processing(m_cfg.processing, "processing.", Origin::default_value);
-  if (const toml::table* t = top.subtable("replication")) read_replication(*t, path);
-  read_throttle(top.subtable("throttle"), path, o);
+}
+
+void Loader::read_logging(Reader& top, const std::string& path, const Overrides& o) {
   set("logging.level", m_cfg.logging.level, Origin::default_value);
   set("logging.format", m_cfg.logging.format, Origin::default_value);
   set("logging.file", m_cfg.logging.file, Origin::default_value);
@@ -84,7 +97,9 @@ void Loader::load(const toml::table& doc, const std::string& path, const Overrid
   if (m_cfg.logging.format != "text" && m_cfg.logging.format != "json") {
     throw ConfigError(fmt::format("logging.format \"{}\" is unknown; use text or json", m_cfg.logging.format));
   }
+}
 
+void Loader::read_jobs(Reader& top, const std::string& path, const Overrides& o) {
   if (const toml::table* t = top.subtable("jobs")) {
     Reader jobs(*t, "jobs", path);
     for (const auto& [k, v] : *t) {
@@ -94,7 +109,6 @@ void Loader::load(const toml::table& doc, const std::string& path, const Overrid
       read_job(name, *n->as_table(), path, o);
     }
   }
-  top.refuse_unknown();
 }
 
 void Loader::read_replication(const toml::table& t, const std::string& path) {

@@ -138,7 +138,19 @@ class Loader {
 public:
   Loader(Config& cfg, const std::map<std::string, std::string>& env) : m_cfg(cfg), m_env(env) {}
   void set(const std::string& key, std::string value, Origin origin);
+  // [source] or [destination]: its keys in order (address, TLS, timeouts, password, the destination's own), then
+  // unknown keys refused.
   void read_server(Reader& r, ServerConfig& s, const std::string& section, bool is_destination);
+  // host, port, socket, user, database, defaults_file (which must be readable).
+  void read_address(Reader& r, ServerConfig& s, const std::string& section);
+  // tls (a known mode; verify-* needs tls_ca), tls_ca, tls_cert, tls_key.
+  void read_tls(Reader& r, ServerConfig& s, const std::string& section);
+  void read_timeouts(Reader& r, ServerConfig& s, const std::string& section);
+  // At most one of password, password_env (a missing variable is reported when a connection needs it) and
+  // password_file.
+  void read_password(Reader& r, ServerConfig& s, const std::string& section);
+  // job_schema and foreign_key_checks, which only [destination] has.
+  void read_destination_keys(Reader& r, DestinationConfig& d);
   std::string read_password_file(const std::string& file, const std::string& section);
   void apply_server_env(ServerConfig& s, const std::string& section, const std::string& prefix);
   long long parse_int_env(const std::string& name, const std::string& v, long long min, long long max);
@@ -152,7 +164,17 @@ public:
   Relation read_relation(const toml::table& t, const std::string& prefix, const std::string& path);
   void read_job(const std::string& name, const toml::table& t, const std::string& path, const Overrides& o);
   void record_inherited(const std::string& job_prefix);
+  // The whole document, section by section, each value's origin recorded; unknown keys refused.
   void load(const toml::table& doc, const std::string& path, const Overrides& o);
+  // [source] and [destination], then the GOARCHIVE_SOURCE_* / GOARCHIVE_DESTINATION_* / GOARCHIVE_JOB_SCHEMA
+  // environment over them.
+  void read_servers(Reader& top, const std::string& path);
+  // [processing] and [verification], then the defaults of what neither set.
+  void read_processing_sections(Reader& top, const std::string& path);
+  // [logging], then the environment and the flags over it; unknown levels and formats refused.
+  void read_logging(Reader& top, const std::string& path, const Overrides& o);
+  // Every [jobs.NAME] table.
+  void read_jobs(Reader& top, const std::string& path, const Overrides& o);
   void read_replication(const toml::table& t, const std::string& path);
   // [throttle] (optional), then the flags over it, then the checks that need both.
   void read_throttle(const toml::table* t, const std::string& path, const Overrides& o);

@@ -22,6 +22,15 @@ namespace goarchive::config::detail {
 
 void Loader::read_server(Reader& r, ServerConfig& s, const std::string& section, bool is_destination) {
   s.role = section;
+  read_address(r, s, section);
+  read_tls(r, s, section);
+  read_timeouts(r, s, section);
+  read_password(r, s, section);
+  if (is_destination) read_destination_keys(r, static_cast<DestinationConfig&>(s));
+  r.refuse_unknown();
+}
+
+void Loader::read_address(Reader& r, ServerConfig& s, const std::string& section) {
   set(section + ".host", s.host, Origin::default_value);
   set(section + ".port", std::to_string(s.port), Origin::default_value);
   if (auto v = r.string("host")) set(section + ".host", s.host = *v, Origin::file);
@@ -40,6 +49,9 @@ void Loader::read_server(Reader& r, ServerConfig& s, const std::string& section,
     }
     set(section + ".defaults_file", s.defaults_file = *v, Origin::file);
   }
+}
+
+void Loader::read_tls(Reader& r, ServerConfig& s, const std::string& section) {
   if (auto v = r.string("tls")) {
     static const std::map<std::string, TlsMode> modes = {{"disabled", TlsMode::disabled},
                                                          {"preferred", TlsMode::preferred},
@@ -62,12 +74,17 @@ void Loader::read_server(Reader& r, ServerConfig& s, const std::string& section,
     throw ConfigError(fmt::format("{}: {}.tls = \"{}\" needs tls_ca, the CA file that signed the server's certificate",
                                   r.path(), section, to_string(s.tls)));
   }
+}
+
+void Loader::read_timeouts(Reader& r, ServerConfig& s, const std::string& section) {
   if (auto v = r.number("connect_timeout", 0.1, 3600)) s.connect_timeout = *v;
   if (auto v = r.number("read_timeout", 1, 86400)) s.read_timeout = *v;
   if (auto v = r.number("write_timeout", 1, 86400)) s.write_timeout = *v;
   set(section + ".connect_timeout", fmt::format("{}", s.connect_timeout),
       r.get("connect_timeout") ? Origin::file : Origin::default_value);
+}
 
+void Loader::read_password(Reader& r, ServerConfig& s, const std::string& section) {
   auto password = r.string("password");
   auto password_env = r.string("password_env");
   auto password_file = r.string("password_file");
@@ -94,15 +111,14 @@ void Loader::read_server(Reader& r, ServerConfig& s, const std::string& section,
     s.password = Secret(read_password_file(*password_file, section));
     s.password_origin = "password_file " + *password_file;
   }
-  if (is_destination) {
-    auto& d = static_cast<DestinationConfig&>(s);
-    if (auto v = r.string("job_schema")) set("destination.job_schema", d.job_schema = *v, Origin::file);
-    else set("destination.job_schema", d.job_schema, Origin::default_value);
-    if (auto v = r.boolean("foreign_key_checks")) d.foreign_key_checks = *v;
-    set("destination.foreign_key_checks", d.foreign_key_checks ? "true" : "false",
-        r.get("foreign_key_checks") ? Origin::file : Origin::default_value);
-  }
-  r.refuse_unknown();
+}
+
+void Loader::read_destination_keys(Reader& r, DestinationConfig& d) {
+  if (auto v = r.string("job_schema")) set("destination.job_schema", d.job_schema = *v, Origin::file);
+  else set("destination.job_schema", d.job_schema, Origin::default_value);
+  if (auto v = r.boolean("foreign_key_checks")) d.foreign_key_checks = *v;
+  set("destination.foreign_key_checks", d.foreign_key_checks ? "true" : "false",
+      r.get("foreign_key_checks") ? Origin::file : Origin::default_value);
 }
 
 std::string Loader::read_password_file(const std::string& file, const std::string& section) {

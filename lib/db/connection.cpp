@@ -56,6 +56,29 @@ void enable_keepalive(my_socket fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
+// The TLS options of `server` (none when disabled): files, enforcement, verification of the certificate.
+void set_tls_options(MYSQL* mysql, const config::ServerConfig& server) {
+  using config::TlsMode;
+  my_bool on = 1;
+  if (server.tls == TlsMode::disabled) return;
+  if (!server.tls_ca.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_CA, server.tls_ca.c_str());
+  if (!server.tls_cert.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_CERT, server.tls_cert.c_str());
+  if (!server.tls_key.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_KEY, server.tls_key.c_str());
+  if (server.tls != TlsMode::preferred) mysql_optionsv(mysql, MYSQL_OPT_SSL_ENFORCE, &on);
+  if (server.tls == TlsMode::verify_ca || server.tls == TlsMode::verify_identity) {
+    mysql_optionsv(mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
+  }
+}
+
+// What to check after a failed connect, by client or server error code ("" when nothing specific).
+std::string connect_hint(unsigned int code, const std::string& role) {
+  if (code == 1045) return "; check the user and password of [" + role + "]";
+  if (code == 2002 || code == 2003 || code == 2013) return "; check host, port and that the server is running";
+  if (code == 2026) return "; check the TLS settings (tls, tls_ca) of [" + role + "]";
+  if (code == 1044 || code == 1049) return "; check the database name of [" + role + "]";
+  return "";
+}
+
 }  // namespace
 
 Connection::Connection(const config::ServerConfig& server, ConnectOptions options)
@@ -85,16 +108,7 @@ Connection::Connection(const config::ServerConfig& server, ConnectOptions option
     unsigned int tcp = MYSQL_PROTOCOL_TCP;
     mysql_optionsv(m_mysql, MYSQL_OPT_PROTOCOL, &tcp);
   }
-  using config::TlsMode;
-  if (server.tls != TlsMode::disabled) {
-    if (!server.tls_ca.empty()) mysql_optionsv(m_mysql, MYSQL_OPT_SSL_CA, server.tls_ca.c_str());
-    if (!server.tls_cert.empty()) mysql_optionsv(m_mysql, MYSQL_OPT_SSL_CERT, server.tls_cert.c_str());
-    if (!server.tls_key.empty()) mysql_optionsv(m_mysql, MYSQL_OPT_SSL_KEY, server.tls_key.c_str());
-    if (server.tls != TlsMode::preferred) mysql_optionsv(m_mysql, MYSQL_OPT_SSL_ENFORCE, &on);
-    if (server.tls == TlsMode::verify_ca || server.tls == TlsMode::verify_identity) {
-      mysql_optionsv(m_mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
-    }
-  }
+  set_tls_options(m_mysql, server);
   const char* host = server.socket.empty() ? server.host.c_str() : nullptr;
   const char* user = server.user.empty() ? nullptr : server.user.c_str();
   const char* password = server.password.empty() && !server.defaults_file.empty() ? nullptr
@@ -107,13 +121,9 @@ Connection::Connection(const config::ServerConfig& server, ConnectOptions option
     std::string msg = mysql_error(m_mysql);
     mysql_close(m_mysql);
     m_mysql = nullptr;
-    std::string hint;
-    if (code == 1045) hint = "; check the user and password of [" + server.role + "]";
-    else if (code == 2002 || code == 2003 || code == 2013) hint = "; check host, port and that the server is running";
-    else if (code == 2026) hint = "; check the TLS settings (tls, tls_ca) of [" + server.role + "]";
-    else if (code == 1044 || code == 1049) hint = "; check the database name of [" + server.role + "]";
     throw DbError(code, state, label(), m_options.purpose.empty() ? "connecting" : "connecting (" + m_options.purpose + ")",
-                  "cannot connect to " + server.role + " " + server.display() + ": " + msg + hint);
+                  "cannot connect to " + server.role + " " + server.display() + ": " + msg +
+                      connect_hint(code, server.role));
   }
   // The destructor does not run when the constructor throws: close the handle on any failure from here on.
   try {

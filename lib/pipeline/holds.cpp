@@ -29,6 +29,47 @@ std::vector<size_t> positions(size_t n) {
   return v;
 }
 
+// The rows of a table, under roots that still move, whose parent through an edge is in no tree of the batch: by
+// the parent value they name (`rows`), each value once as literals (`values`).
+struct MissingParents {
+  std::map<std::string, std::vector<size_t>> rows;  // parent value -> child rows
+  std::vector<sql::KeyLiterals> values;
+};
+
+MissingParents missing_parents(const Batch& batch, const TableRows& rows, const TableRows& parent,
+                               const EdgeMeta& e) {
+  std::map<std::string, int> in_batch = parent_roots(parent, e.parent_ref_idx);
+  MissingParents out;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    int owner = rows.root[r];
+    if (owner < 0 || batch.stays(static_cast<size_t>(owner)) || any_null(rows.rows, r, e.fk_idx)) continue;
+    std::string enc = encode_values(rows.rows, r, e.fk_idx);
+    auto it = in_batch.find(enc);
+    if (it != in_batch.end() && it->second >= 0) continue;  // the parent is in a tree of this batch
+    auto& list = out.rows[enc];
+    if (list.empty()) out.values.push_back(literals(rows.rows, r, e.fk_idx, e.fk_binary));
+    list.push_back(r);
+  }
+  return out;
+}
+
+// The parent rows of `values` (columns `ref_names` of `pm`) still in the source. Under the delete's locks they are
+// read FOR UPDATE: none of them can be deleted or re-keyed before this commit.
+db::RowSet read_source_parents(db::Connection& conn, const TableMeta& pm, const std::vector<std::string>& ref_names,
+                               const std::vector<sql::KeyLiterals>& values, Read read) {
+  db::RowSet found;
+  found.set_columns(ref_names);
+  for (const auto& list : key_lists(ref_names, values, statement_budget(conn))) {
+    // goarchive: the parents of diamond rows that stay in the source
+    conn.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", sql::ident_list(ref_names), pm.source_name, list,
+                            read == Read::locked ? " FOR UPDATE" : ""),
+                [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
+                  for (size_t c = 0; c < cols; ++c) found.push(cells[c], cells[c] ? lengths[c] : 0);
+                });
+  }
+  return found;
+}
+
 }  // namespace
 
 bool Holds::any() const {
@@ -57,69 +98,34 @@ void Holds::parents(db::Connection& conn, const Batch& tree, Read read, Batch& b
   for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
     const TableMeta& m = m_ctx.tables[t];
     if (m.edges.size() < 2) continue;
-    const TableRows& rows = tree.tables[t];
-    for (const EdgeMeta& e : m.edges) {
-      const TableMeta& pm = m_ctx.tables[static_cast<size_t>(e.parent)];
-      std::map<std::string, int> in_batch = parent_roots(tree.tables[static_cast<size_t>(e.parent)], e.parent_ref_idx);
-      std::map<std::string, std::vector<size_t>> missing;  // parent value -> child rows
-      std::vector<sql::KeyLiterals> values;
-      for (size_t r = 0; r < rows.size(); ++r) {
-        int owner = rows.root[r];
-        if (owner < 0 || batch.stays(static_cast<size_t>(owner)) || any_null(rows.rows, r, e.fk_idx)) continue;
-        std::string enc = encode_values(rows.rows, r, e.fk_idx);
-        auto it = in_batch.find(enc);
-        if (it != in_batch.end() && it->second >= 0) continue;  // the parent is in a tree of this batch
-        auto& list = missing[enc];
-        if (list.empty()) values.push_back(literals(rows.rows, r, e.fk_idx, e.fk_binary));
-        list.push_back(r);
-      }
-      if (values.empty()) continue;
-      // Is the parent still in the source? Gone means archived (or never there): the row may go. Under the delete's
-      // locks the parent rows are read FOR UPDATE: none of them can be deleted or re-keyed before this commit.
-      // copy-only deletes nothing, so it asks the archive instead: the row is copied only once its parent is there.
-      const bool copy_only = !m_ctx.deletes();
-      db::Connection& on = copy_only ? m_ctx.dst : conn;
-      std::vector<std::string> ref_names;
-      for (size_t k : e.parent_ref_idx) ref_names.push_back(pm.columns[k]);
-      db::RowSet found;
-      found.set_columns(ref_names);
-      for (const auto& list : key_lists(ref_names, values, statement_budget(on))) {
-        // goarchive: the parents of diamond rows that stay in the source (copy-only: that are in the archive)
-        on.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", sql::ident_list(ref_names),
-                              copy_only ? pm.destination_name : pm.source_name, list,
-                              read == Read::locked && !copy_only ? " FOR UPDATE" : ""),
-                    [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
-                      for (size_t c = 0; c < cols; ++c) found.push(cells[c], cells[c] ? lengths[c] : 0);
-                    });
-      }
-      std::vector<bool> ref_binary;
-      for (size_t k : e.parent_ref_idx) ref_binary.push_back(pm.binary[k]);
-      std::vector<size_t> idx = positions(ref_names.size());
-      if (copy_only) {
-        for (size_t f = 0; f < found.rows(); ++f) missing.erase(encode_values(found, f, idx));
-        for (const auto& [value, children] : missing) {
-          for (size_t r : children) {
-            block(batch, rows.root[r],
-                  fmt::format("{} belongs to {}, which is neither in this batch nor in the archive",
-                              name_row(m, rows.rows, r),
-                              name_columns(pm.node.table, ref_names, rows.rows, r, e.fk_idx, e.fk_binary)));
-          }
-        }
-        continue;
-      }
-      for (size_t f = 0; f < found.rows(); ++f) {
-        auto it = missing.find(encode_values(found, f, idx));
-        // Matched by collation, not by bytes: which child it is cannot be told, so every such child stays.
-        std::vector<std::pair<const std::string, std::vector<size_t>>*> which;
-        if (it != missing.end()) which.push_back(&*it);
-        else for (auto& entry : missing) which.push_back(&entry);
-        std::string parent = name_columns(pm.node.table, ref_names, found, f, idx, ref_binary);
-        for (auto* entry : which) {
-          for (size_t r : entry->second) {
-            block(batch, rows.root[r],
-                  fmt::format("{} still belongs to {}, which stays in the source", name_row(m, rows.rows, r), parent));
-          }
-        }
+    for (const EdgeMeta& e : m.edges) parents_through(conn, tree, read, m, tree.tables[t], e, batch);
+  }
+}
+
+// Is the parent still in the source? Gone means archived (or never there): the row may go. copy-only never gets
+// here: it deletes nothing and preflight refuses its diamond jobs (exit 2).
+void Holds::parents_through(db::Connection& conn, const Batch& tree, Read read, const TableMeta& m,
+                            const TableRows& rows, const EdgeMeta& e, Batch& batch) const {
+  const TableMeta& pm = m_ctx.tables[static_cast<size_t>(e.parent)];
+  MissingParents missing = missing_parents(batch, rows, tree.tables[static_cast<size_t>(e.parent)], e);
+  if (missing.values.empty()) return;
+  std::vector<std::string> ref_names;
+  for (size_t k : e.parent_ref_idx) ref_names.push_back(pm.columns[k]);
+  db::RowSet found = read_source_parents(conn, pm, ref_names, missing.values, read);
+  std::vector<bool> ref_binary;
+  for (size_t k : e.parent_ref_idx) ref_binary.push_back(pm.binary[k]);
+  std::vector<size_t> idx = positions(ref_names.size());
+  for (size_t f = 0; f < found.rows(); ++f) {
+    auto it = missing.rows.find(encode_values(found, f, idx));
+    // Matched by collation, not by bytes: which child it is cannot be told, so every such child stays.
+    std::vector<std::pair<const std::string, std::vector<size_t>>*> which;
+    if (it != missing.rows.end()) which.push_back(&*it);
+    else for (auto& entry : missing.rows) which.push_back(&entry);
+    std::string parent = name_columns(pm.node.table, ref_names, found, f, idx, ref_binary);
+    for (auto* entry : which) {
+      for (size_t r : entry->second) {
+        block(batch, rows.root[r],
+              fmt::format("{} still belongs to {}, which stays in the source", name_row(m, rows.rows, r), parent));
       }
     }
   }
@@ -169,9 +175,10 @@ void Holds::outside(db::Connection& conn, const Batch& tree, Read read, Batch& b
       }
       for (const auto& [root, n] : per_root) {
         block(batch, root,
-              fmt::format("{} stays: blocked by {}.{}: {} row{} of {} still reference {}",
+              fmt::format("{} stays: blocked by {}.{}: {} row{} of {} still reference{} {}",
                           name_key(m_ctx.root(), batch.root_keys[static_cast<size_t>(root)]), ref.fk.table,
-                          ref.fk.name, n, n == 1 ? "" : "s", ref.fk.table, name_row(m, rows.rows, first_row[root])));
+                          ref.fk.name, n, n == 1 ? "" : "s", ref.fk.table, n == 1 ? "s" : "",
+                          name_row(m, rows.rows, first_row[root])));
       }
     }
   }

@@ -32,6 +32,11 @@ const char* const k_order_reason =
 }  // namespace
 
 Tree::Tree(const config::Job& job) {
+  add_edges(job, add_nodes(job));
+  order(job);
+}
+
+std::map<std::string, int> Tree::add_nodes(const config::Job& job) {
   m_nodes.push_back(Node{job.root_table, -1, {}, {}, {}, 0, {}, {}});
   std::map<std::string, int> index{{job.root_table, 0}};
   for (const auto& rel : job.relations) {
@@ -45,10 +50,14 @@ Tree::Tree(const config::Job& job) {
       m_nodes.push_back(Node{rel.table, -1, {}, {}, {}, 0, {}, {}});
     }
   }
+  return index;
+}
+
+void Tree::add_edges(const config::Job& job, const std::map<std::string, int>& index) {
   std::vector<bool> has_primary(m_nodes.size(), false);
   for (const auto& rel : job.relations) {
     std::string parent = rel.parent.empty() ? job.root_table : rel.parent;
-    int child = index[rel.table];
+    int child = index.at(rel.table);
     Node& n = m_nodes[static_cast<size_t>(child)];
     if (parent == rel.table) {
       throw ConfigError(fmt::format("job \"{}\": relation {} names itself as its parent ({}.{} -> {}): goarchive "
@@ -80,6 +89,9 @@ Tree::Tree(const config::Job& job) {
       m_nodes[static_cast<size_t>(it->second)].also_children.push_back(child);
     }
   }
+}
+
+void Tree::order(const config::Job& job) {
   // Kahn over every edge: a table comes after all of its parents; what never comes lies on a cycle.
   std::vector<std::vector<int>> out(m_nodes.size());
   std::vector<size_t> pending(m_nodes.size(), 0);

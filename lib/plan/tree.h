@@ -4,6 +4,7 @@
 // edge (its first relation in config order, the one the tree is drawn along) and further edges (`also`). The
 // graph must be acyclic and every table must reach the root: a self-reference or a cycle cannot be archived in
 // order (a row's parent may be in another batch, or may itself be archived later).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,13 @@ public:
   std::string render_plan() const;
 
 private:
+  // One node per table, the root first, then the relations' tables in config order; returns table -> node.
+  std::map<std::string, int> add_nodes(const config::Job& job);
+  // Each relation's edge: the first one of a table is its primary edge, the others further ones (`also`).
+  void add_edges(const config::Job& job, const std::map<std::string, int>& index);
+  // The copy order and the depths (Kahn over every edge); throws when some table never comes (a cycle).
+  void order(const config::Job& job);
+
   std::vector<Node> m_nodes;
   std::vector<int> m_copy_order;
 };

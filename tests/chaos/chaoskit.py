@@ -1,7 +1,7 @@
-"""Helpers for the randomized live-application test (test_chaos.py): its own servers, the round's schema (three
-tables r -> c -> g with integer, composite or VARCHAR keys, with or without database foreign keys), the
-application threads and their oracle (the model of every row's latest committed version), goarchive under SIGKILL,
-and the closing check.
+"""Helpers for the randomized live-application test (test_chaos.py): its own servers (campaignkit), the round's
+schema (three tables r -> c -> g with integer, composite or VARCHAR keys, with or without database foreign keys), the
+application threads and their oracle (the model of every row's latest committed version), goarchive under SIGKILL
+(campaignkit), and the closing check.
 
 The model is location-independent: {table: {key: row}} of what the rows *are* (initial data plus every write the
 application committed with affected rows >= 1, each row read back inside its own transaction, so the model holds the
@@ -11,11 +11,7 @@ exact values the server stores), plus {table: set of deleted keys}. goarchive mo
 import collections
 import os
 import random
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -23,20 +19,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
+import campaignkit  # noqa: E402
 import gatest  # noqa: E402
 import pymysql  # noqa: E402
 
 q = gatest.quote_ident
 
-SERVERS_SH = os.path.join(ROOT, "scripts", "servers.sh")
-SERVER_ENV = {
-    "GOARCHIVE_TEST_DIR": os.environ.get("CHAOS_SERVERS_DIR", "/tmp/ga-chaos"),
-    "GA_SOURCE_PORT": os.environ.get("CHAOS_SOURCE_PORT", "26306"),
-    "GA_REPLICA_PORT": os.environ.get("CHAOS_REPLICA_PORT", "26307"),
-    "GA_DEST_PORT": os.environ.get("CHAOS_DEST_PORT", "26308"),
-}
 FORBIDDEN_PORTS = {str(p) for base in (23306, 24306, 25306) for p in range(base, base + 3)} | \
     {str(p) for base in range(27306, 30307, 1000) for p in range(base, base + 3)}
+OWN = campaignkit.OwnServers("CHAOS", "/tmp/ga-chaos", 26306, forbidden=FORBIDDEN_PORTS,
+                             refusal="the chaos test must not run on other suites' ports")
+SERVER_ENV = OWN.env
+servers = OWN.servers
+start = OWN.start  # the servers started, the binary pinned
+def run(bin_path, args, env=None, kill_after=None, timeout=180):
+    """goarchive ARGS, SIGKILLed KILL_AFTER seconds after its start if still running: (rc, out, err). With CHAOS_LOG
+    set, the whole stderr of every run is appended to that file."""
+    rc, out, err = campaignkit.run(bin_path, args, env=env, kill_after=kill_after, timeout=timeout)
+    if os.environ.get("CHAOS_LOG"):
+        with open(os.environ["CHAOS_LOG"], "a") as f:
+            f.write(f"==== {' '.join(args)} env={env} kill_after={kill_after} rc={rc}\n{err}")
+    return rc, out, err
+
+
+tail = campaignkit.tail
 
 STATS = collections.Counter()
 
@@ -47,55 +53,6 @@ POINTS = {
     "copy-only": ["after_locks", "before_copy_commit", "after_copy_commit", "after_verify", "after_batch"],
     "purge": ["after_locks", "before_delete_commit", "after_delete_commit", "after_batch"],
 }
-
-
-# -- servers and binary ---------------------------------------------------------------------------------------------
-def use_own_servers():
-    if FORBIDDEN_PORTS & {SERVER_ENV["GA_SOURCE_PORT"], SERVER_ENV["GA_DEST_PORT"], SERVER_ENV["GA_REPLICA_PORT"]}:
-        raise RuntimeError("the chaos test must not run on other suites' ports")
-    os.environ.update(SERVER_ENV)
-    os.environ["GA_HOST"] = "127.0.0.1"
-    os.environ["GA_USER"] = "goarchive"
-    os.environ["GA_PASSWORD"] = "goarchive-test-pw"  # scripts/servers.sh's test account
-    for var in ("GA_SOURCE_SOCKET", "GA_DEST_SOCKET", "GA_REPLICA_SOCKET", "GOARCHIVE_FAULT"):
-        os.environ.pop(var, None)
-
-
-def servers(command, *names, timeout=180):
-    env = dict(os.environ)
-    env.update(SERVER_ENV)
-    for attempt in range(3):
-        r = subprocess.run(["bash", SERVERS_SH, command, *names], env=env, capture_output=True, text=True,
-                           timeout=timeout)
-        if r.returncode == 0 or command != "start":
-            break
-        print(f"servers.sh start failed (attempt {attempt + 1}), retrying:\n{r.stderr}", file=sys.stderr, flush=True)
-        time.sleep(2)
-    if r.returncode != 0:
-        raise RuntimeError(f"servers.sh {command} {' '.join(names)} failed (rc={r.returncode}):\n{r.stdout}{r.stderr}")
-    return r
-
-
-def pin_binary(path):
-    """A private copy of the goarchive binary (another engineer may rebuild build/goarchive meanwhile)."""
-    dest_dir = os.path.join(SERVER_ENV["GOARCHIVE_TEST_DIR"], "bin")
-    os.makedirs(dest_dir, exist_ok=True)
-    dest = os.path.join(dest_dir, f"goarchive.{os.getpid()}")
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            shutil.copy2(path, dest)
-            r = subprocess.run([dest, "version"], capture_output=True, text=True, timeout=30)
-            if r.returncode == 0:
-                break
-        except (OSError, subprocess.SubprocessError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no working goarchive binary at {path}")
-        time.sleep(1)
-    import atexit
-    atexit.register(lambda: os.path.exists(dest) and os.unlink(dest))
-    return dest
 
 
 # -- the round's schema ---------------------------------------------------------------------------------------------
@@ -625,39 +582,7 @@ def load(schema, model, db, rng, roots):
 
 def table_rows(schema, server, db, t):
     """{key: row} of DB.T on SERVER."""
-    rows = gatest.sql(server, f"SELECT {', '.join(q(c) for c in schema.cols[t])} FROM {q(db)}.{q(t)}")
-    return {schema.key_of(t, r): tuple(r) for r in rows}
-
-
-# -- goarchive ------------------------------------------------------------------------------------------------------
-def run(bin_path, args, env=None, kill_after=None, timeout=180):
-    """goarchive ARGS; SIGKILLed KILL_AFTER seconds after its start if still running. Returns (rc, out, err)."""
-    e = dict(os.environ)
-    e.update(env or {})
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen([bin_path, *args], stdout=out, stderr=err, env=e, text=True)
-        try:
-            if kill_after is not None:
-                try:
-                    p.wait(kill_after)
-                except subprocess.TimeoutExpired:
-                    p.send_signal(signal.SIGKILL)
-            p.wait(timeout)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        out.seek(0)
-        err.seek(0)
-        o, r = out.read(), err.read()
-        if os.environ.get("CHAOS_LOG"):
-            with open(os.environ["CHAOS_LOG"], "a") as f:
-                f.write(f"==== {' '.join(args)} env={env} kill_after={kill_after} rc={p.returncode}\n{r}")
-        return p.returncode, o, r
-
-
-def tail(text, n=15):
-    return "\n".join(text.splitlines()[-n:])
+    return campaignkit.rows_by_key(server, db, t, schema.cols[t], schema.pk[t])
 
 
 # -- the closing check ----------------------------------------------------------------------------------------------
@@ -804,12 +729,8 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
                 elif key not in model.rows[t]:
                     bad["stale"].append(f"{t} {key}: unknown row in the {where}: {rows[key]}")
     for child, fk, parent, refs in schema.relations():
-        on = " AND ".join(f"p.{q(r)} = c.{q(f)}" for f, r in zip(fk, refs))
         for server, db in sides((("source", src_db), ("destination", dst_db))):
-            rows = gatest.sql(server, f"SELECT {', '.join('c.' + q(c) for c in schema.pk[child] + fk)} FROM "
-                                      f"{q(db)}.{q(child)} c WHERE NOT EXISTS (SELECT 1 FROM {q(db)}.{q(parent)} p "
-                                      f"WHERE {on})")
-            for r in rows:
+            for r in campaignkit.orphans(server, db, child, fk, parent, refs, schema.pk[child] + fk):
                 n = len(schema.pk[child])
                 bad["orphans"].append(f"{child} {tuple(r[:n])} in the {server} without its {parent} {tuple(r[n:])}")
     return bad

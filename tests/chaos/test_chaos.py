@@ -38,6 +38,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chaoskit  # noqa: E402  (puts tests/integration on sys.path)
+import campaignkit  # noqa: E402
 from chaoskit import ALLOWED, CATEGORIES, POINTS, conflict_roots, STATS, App, Model, Schema, check, load, report, run, servers, tail  # noqa
 
 import gatest  # noqa: E402
@@ -54,9 +55,7 @@ RESULTS = []  # one dict per round
 
 def setUpModule():
     global BIN
-    chaoskit.use_own_servers()
-    BIN = chaoskit.pin_binary(BIN)
-    servers("start", "source", "destination")
+    BIN = chaoskit.start(BIN)
     print(f"\nchaos: CHAOS_SEED={SEED} CHAOS_ROUNDS={ROUNDS} CHAOS_SECONDS={SECONDS}, binary {BIN}, servers "
           f"127.0.0.1:{os.environ['GA_SOURCE_PORT']} / :{os.environ['GA_DEST_PORT']}", file=sys.stderr, flush=True)
 
@@ -85,9 +84,7 @@ def closing_table():
     rows += [(k, s[k]) for k in CATEGORIES]
     rows.append(("allowed: conflict rows / kept / blocked roots", f"{s['conflicts']} / {s['kept']} / {s['blocked']}"))
     rows.append(("row checks", s["row_checks"]))
-    w = max(len(k) for k, _ in rows)
-    out = [f"chaos closing table (CHAOS_SEED={SEED})", "-" * (w + 14)]
-    out += [f"{k:<{w}}  {v:>10}" for k, v in rows]
+    out = campaignkit.closing_table(f"chaos closing table (CHAOS_SEED={SEED})", rows)
     fails = [r for r in RESULTS if r["failed"]]
     if fails:
         out.append("failed rounds:")

@@ -1,5 +1,5 @@
-"""Helpers for the fault campaign (test_faults.py): its own servers, the row ledger behind the closing table,
-row-lock blockers that hold goarchive inside a transaction, and process control.
+"""Helpers for the fault campaign (test_faults.py): its own servers (campaignkit), the row ledger behind the closing
+table, and row-lock blockers that hold goarchive inside a transaction.
 
 The campaign stops and restarts servers, so it never touches the shared test servers: it starts its own source and
 destination (GOARCHIVE_TEST_DIR=/tmp/goarchive-faults, ports 25306/25308) and points the harness (gatest reads
@@ -8,84 +8,30 @@ GA_SOURCE_PORT/GA_DEST_PORT from os.environ at every call) at them.
 
 import collections
 import os
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
+import campaignkit  # noqa: E402
 import gatest  # noqa: E402
 import pymysql  # noqa: E402
 
-SERVERS_SH = os.path.join(ROOT, "scripts", "servers.sh")
-SERVER_ENV = {
-    "GOARCHIVE_TEST_DIR": os.environ.get("FAULT_SERVERS_DIR", "/tmp/goarchive-faults"),
-    "GA_SOURCE_PORT": os.environ.get("FAULT_SOURCE_PORT", "25306"),
-    "GA_REPLICA_PORT": os.environ.get("FAULT_REPLICA_PORT", "25307"),
-    "GA_DEST_PORT": os.environ.get("FAULT_DEST_PORT", "25308"),
-}
-SHARED_PORTS = {"23306", "23307", "23308"}
+OWN = campaignkit.OwnServers("FAULT", "/tmp/goarchive-faults", 25306, forbidden={"23306", "23307", "23308"},
+                             refusal="the fault campaign must not run on the shared servers' ports")
+SERVER_ENV = OWN.env
+servers = OWN.servers
 
 
-def use_own_servers():
-    """Points this process (the harness and every goarchive it starts) at the campaign's own servers."""
-    if SHARED_PORTS & {SERVER_ENV["GA_SOURCE_PORT"], SERVER_ENV["GA_DEST_PORT"]}:
-        raise RuntimeError("the fault campaign must not run on the shared servers' ports")
-    os.environ.update(SERVER_ENV)
-    os.environ["GA_HOST"] = "127.0.0.1"
-    os.environ["GA_USER"] = "goarchive"
-    os.environ["GA_PASSWORD"] = "goarchive-test-pw"  # scripts/servers.sh's test account
-    for var in ("GA_SOURCE_SOCKET", "GA_DEST_SOCKET", "GA_REPLICA_SOCKET", "GOARCHIVE_FAULT"):
-        os.environ.pop(var, None)
-
-
-def pin_binary(path):
-    """A private copy of the goarchive binary at PATH, used by the whole campaign (scenario.BIN, lockkit.BIN):
-    another engineer may rebuild build/goarchive while the campaign runs."""
-    import shutil
+def start(path):
+    """The campaign's servers started and the binary at PATH pinned (returned), for the whole campaign (scenario.BIN,
+    lockkit.BIN too)."""
     import scenario
     import lockkit
-    dest_dir = os.path.join(SERVER_ENV["GOARCHIVE_TEST_DIR"], "bin")
-    os.makedirs(dest_dir, exist_ok=True)
-    dest = os.path.join(dest_dir, f"goarchive.{os.getpid()}")
-    deadline = time.monotonic() + 120
-    while True:  # a link in progress leaves the file unreadable or truncated for a moment
-        try:
-            shutil.copy2(path, dest)
-            r = subprocess.run([dest, "version"], capture_output=True, text=True, timeout=30)
-            if r.returncode == 0:
-                break
-        except (OSError, subprocess.SubprocessError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no working goarchive binary at {path}")
-        time.sleep(1)
+    dest = OWN.start(path)
     scenario.BIN = lockkit.BIN = dest
-    import atexit
-    atexit.register(lambda: os.path.exists(dest) and os.unlink(dest))
     return dest
-
-
-def servers(command, *names, timeout=180):
-    """scripts/servers.sh COMMAND NAMES... on the campaign's servers; raises on failure."""
-    env = dict(os.environ)
-    env.update(SERVER_ENV)
-    for attempt in range(3):
-        r = subprocess.run(["bash", SERVERS_SH, command, *names], env=env, capture_output=True, text=True,
-                           timeout=timeout)
-        if r.returncode == 0 or command != "start":
-            break
-        # servers.sh's wait_ready can check /proc/<pid>/cmdline before the background child has exec'd mariadbd
-        # and report "did not come up" for a server that does come up (seen under load): a second `start` finds
-        # it running and only (re)creates the accounts.
-        print(f"servers.sh start {' '.join(names)} failed (attempt {attempt + 1}), retrying:\n{r.stderr}",
-              file=sys.stderr, flush=True)
-        time.sleep(2)
-    if r.returncode != 0:
-        raise RuntimeError(f"servers.sh {command} {' '.join(names)} failed (rc={r.returncode}):\n{r.stdout}{r.stderr}")
-    return r
 
 
 # -- the ledger behind the closing table ----------------------------------------------------------------------------
@@ -118,10 +64,7 @@ def closing_table(seed):
         ("rows misplaced (not where the job puts them)", s["rows_misplaced"]),
         ("invariant checks (row checks)", f"{s['checks']} ({s['row_checks']})"),
     ]
-    w = max(len(k) for k, _ in rows)
-    out = [f"closing table (FAULT_SEED={seed})", "-" * (w + 14)]
-    out += [f"{k:<{w}}  {v:>10}" for k, v in rows]
-    return "\n".join(out)
+    return "\n".join(campaignkit.closing_table(f"closing table (FAULT_SEED={seed})", rows))
 
 
 # -- rows -------------------------------------------------------------------------------------------------------------
@@ -136,12 +79,8 @@ class Tree:
 
 def table_rows(server, db, table):
     """{pk tuple: row tuple} of DB.TABLE on SERVER (every column, in table order)."""
-    q = gatest.quote_ident
-    pk = gatest.primary_key(server, db, table)
-    cols = gatest.columns(server, db, table)
-    idx = [cols.index(c) for c in pk]
-    rows = gatest.sql(server, f"SELECT {', '.join(q(c) for c in cols)} FROM {q(db)}.{q(table)}")
-    return {tuple(r[i] for i in idx): tuple(r) for r in rows}
+    return campaignkit.rows_by_key(server, db, table, gatest.columns(server, db, table),
+                                   gatest.primary_key(server, db, table))
 
 
 def subtree(server, db, tree, snapshot, where):
@@ -234,11 +173,8 @@ def check(test, src_db, dst_dbs, tree, snapshot, expect, final, what=""):
             if n != distinct:
                 fail("rows_duplicated", f"{d}.{t}: {n - distinct} duplicate keys")
     for child, fk, parent, refs in tree.relations:
-        on = " AND ".join(f"p.{q(r)} = c.{q(f)}" for f, r in zip(fk, refs))
-        notnull = " AND ".join(f"c.{q(f)} IS NOT NULL" for f in fk)
         for server, db in [("source", src_db)] + [("destination", d) for d in dst_dbs]:
-            n = gatest.sql(server, f"SELECT COUNT(*) FROM {q(db)}.{q(child)} c WHERE {notnull} AND NOT EXISTS "
-                                   f"(SELECT 1 FROM {q(db)}.{q(parent)} p WHERE {on})")[0][0]
+            n = len(campaignkit.orphans(server, db, child, fk, parent, refs, fk))
             if n:
                 for _ in range(n):
                     fail("orphans", f"{n} {child} rows without their {parent} in {db}")
@@ -276,17 +212,6 @@ def lock_waits(server):
     return gatest.sql(server, "SELECT COUNT(*) FROM information_schema.INNODB_TRX t JOIN "
                               "information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id "
                               "WHERE t.trx_state = 'LOCK WAIT' AND p.INFO NOT LIKE '%information_schema%'")[0][0]
-
-
-def wait_until(predicate, timeout, what, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = predicate()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def server_up(server):

@@ -15,19 +15,18 @@ FAULT_VERBOSE=1 prints each fault as it is injected.
 import math
 import os
 import random
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faultkit  # noqa: E402  (puts tests/integration on sys.path)
+import campaignkit  # noqa: E402
+from campaignkit import tail  # noqa: E402
 from faultkit import STATS, Blocker, Tree, check, expectations, note, servers, subtree, table_rows  # noqa: E402
 
 import gatest  # noqa: E402
-from lockkit import LockScenario, job_lock_holder, kill, table_lock_holder  # noqa: E402
+from lockkit import LockScenario, job_lock_holder, kill, table_lock_holder, wait_until  # noqa: E402
 from scenario import BIN, SHOP_JOB, SHOP_RELATIONS, SHOP_TABLES, load_shop  # noqa: E402
 from tcpproxy import TcpProxy  # noqa: E402
 
@@ -50,9 +49,7 @@ KILLS = {"archive": 40, "copy-only": 15, "purge": 15}
 
 def setUpModule():
     global BIN
-    faultkit.use_own_servers()
-    BIN = faultkit.pin_binary(BIN)
-    servers("start", "source", "destination")
+    BIN = faultkit.start(BIN)
     print(f"\nfault campaign: FAULT_SEED={SEED}, binary {BIN}, servers 127.0.0.1:{os.environ['GA_SOURCE_PORT']} "
           f"(source) and :{os.environ['GA_DEST_PORT']} (destination)", file=sys.stderr, flush=True)
 
@@ -66,28 +63,7 @@ def tearDownModule():
 
 def run_goarchive(args, env=None, kill_after=None, timeout=120):
     """goarchive ARGS to its end (or SIGKILLed KILL_AFTER seconds after its start); returns (rc, out, err)."""
-    e = dict(os.environ)
-    e.update(env or {})
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen([BIN, *args], stdout=out, stderr=err, env=e, text=True)
-        try:
-            if kill_after is not None:
-                try:
-                    p.wait(kill_after)
-                except subprocess.TimeoutExpired:
-                    p.send_signal(signal.SIGKILL)
-            p.wait(timeout)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        out.seek(0)
-        err.seek(0)
-        return p.returncode, out.read(), err.read()
-
-
-def tail(text, n=25):
-    return "\n".join(text.splitlines()[-n:])
+    return campaignkit.run(BIN, args, env=env, kill_after=kill_after, timeout=timeout)
 
 
 class Base(unittest.TestCase):
@@ -237,8 +213,8 @@ class ServerFaults(Base):
         blocker = Blocker(server, stmt_args)
         bg = sc.background(mode, cfg, "old")
         try:
-            faultkit.wait_until(lambda: faultkit.lock_waits(server) > 0 or not bg.alive(), 60,
-                                f"goarchive to wait for the test's row lock on the {server}", interval=0.3)
+            wait_until(lambda: faultkit.lock_waits(server) > 0 or not bg.alive(), 60, interval=0.3,
+                       what=f"goarchive to wait for the test's row lock on the {server}")
         except AssertionError as e:
             blocker.release()
             raise AssertionError(f"{e}; goarchive's log:\n{tail(bg.err)}") from None

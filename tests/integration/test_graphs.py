@@ -203,7 +203,8 @@ class GraphTest(unittest.TestCase):
         sc.src("INSERT INTO review VALUES (1, 2), (2, 8), (3, 8)")  # rentals 2 and 8: customer 2
         before = sc.snapshot(["customer", "rental"])
         r = self.run_ok(sc, cfg)
-        self.assertIn("blocked by review.fk_review_rental: 3 rows", r.out + r.err)
+        self.assertIn("blocked by review.fk_review_rental: 3 rows of review still reference rental (rental_id) = (",
+                      r.out + r.err)
         summary = json.loads(gatest.sql("destination", f"SELECT summary FROM {gatest.quote_ident(sc.job_schema)}.runs "
                                                        "ORDER BY id DESC LIMIT 1")[0][0])
         self.assertEqual(summary["roots_blocked"], 1)
@@ -215,6 +216,14 @@ class GraphTest(unittest.TestCase):
         self.run_ok(sc, cfg)
         self.assertEqual(self.where_is(sc, "customer")[1], {(1,), (2,), (3,), (4,)})
         sc.assert_invariant(before, DIAMOND_RELATIONS[:1])
+
+    def test_restrict_reference_from_outside_by_one_row(self):
+        sc = Scenario(self, "grestrict1")
+        cfg = self.outside(sc, "RESTRICT")
+        sc.src("INSERT INTO review VALUES (1, 2)")  # rental 2: customer 2
+        r = self.run_ok(sc, cfg)
+        self.assertIn("customer (customer_id) = (2) stays: blocked by review.fk_review_rental: 1 row of review still "
+                      "references rental (rental_id) = (2)", r.out + r.err)
 
     def test_restrict_reference_from_outside_without_rows(self):
         sc = Scenario(self, "grestrict0")
