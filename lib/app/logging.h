@@ -1,4 +1,5 @@
 #pragma once
+// The process's logging: text or JSON lines on stderr and the optional log file. It never decides what to log.
 #include "config/config.h"
 
 namespace goarchive::app {

@@ -1,4 +1,5 @@
 #pragma once
+// The command line: flags to commands, errors to exit codes and one message. It never touches a server itself.
 
 namespace goarchive::cli {
 

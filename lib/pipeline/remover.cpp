@@ -132,6 +132,18 @@ void Remover::check_gone_roots(Batch& batch, const Batch& now) const {
 // for the parent's lock). Only values whose every parent row and every locked child belong to roots that
 // move qualify, compared byte for byte (collated foreign keys keep the exact keys), and each statement must
 // delete exactly the locked rows it stands for, else the whole transaction rolls back.
+namespace {
+
+// The parent side of a delete through the parent's key: each referenced value of the locked parent rows, in
+// order, whether every parent row with it moves, and its literals.
+struct ParentValues {
+  std::map<std::string, bool> moves;  // encoded parent value -> every parent row (and locked child) with it moves
+  std::map<std::string, sql::KeyLiterals> literal;
+  std::vector<std::string> order;
+};
+
+}  // namespace
+
 void Remover::delete_through_parent(Batch& batch, const Batch& now, int ni, std::vector<bool>& gone) const {
   const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
   const TableRows& tb = now.tables[static_cast<size_t>(ni)];
@@ -141,66 +153,64 @@ void Remover::delete_through_parent(Batch& batch, const Batch& now, int ni, std:
   // Only through the one parent a table has: a diamond's rows may hang under a further parent too.
   if (m.node.parent < 0 || !m.node.also.empty() || m.collated_fk || m.config_only || tb.size() == 0) return;
   const TableRows& parent = now.tables[static_cast<size_t>(m.node.parent)];
-  std::map<std::string, bool> value_moves;  // encoded parent value -> every parent row with it moves
-  std::map<std::string, sql::KeyLiterals> value_literal;
-  std::vector<std::string> order;
+  ParentValues pv;
   for (size_t r = 0; r < parent.size(); ++r) {
     if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
     std::string v = encode_values(parent.rows, r, m.parent_ref_idx);
-    auto [it, fresh] = value_moves.emplace(v, moves(parent.root[r]));
+    auto [it, fresh] = pv.moves.emplace(v, moves(parent.root[r]));
     if (!fresh) {
       it->second = it->second && moves(parent.root[r]);
       continue;
     }
-    value_literal.emplace(v, literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
-    order.push_back(std::move(v));
+    pv.literal.emplace(v, literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
+    pv.order.push_back(std::move(v));
   }
   std::map<std::string, std::vector<size_t>> children;  // encoded foreign-key value -> locked rows
   bool all_known = true;
   for (size_t r = 0; r < tb.size(); ++r) {
     std::string v = any_null(tb.rows, r, m.fk_idx) ? std::string() : encode_values(tb.rows, r, m.fk_idx);
-    if (tb.root[r] < 0 || v.empty() || !value_moves.count(v)) all_known = false;
+    if (tb.root[r] < 0 || v.empty() || !pv.moves.count(v)) all_known = false;
+    if (!moves(tb.root[r])) pv.moves[v] = false;
     children[v].push_back(r);
   }
-  for (const auto& [v, rows] : children) {
-    for (size_t r : rows) {
-      if (!moves(tb.root[r])) value_moves[v] = false;
-    }
-  }
+  // Unless every locked row maps to a parent value of this batch, the exact keys only.
+  if (!all_known) return;
   std::vector<sql::KeyLiterals> chunk;
   std::vector<size_t> chunk_rows;
   size_t bytes = 0;
-  auto flush = [&]() {
-    if (chunk.empty()) return;
-    uint64_t n = m_ctx.src.execute(
-        fmt::format("DELETE FROM {} WHERE {}", m.source_name, sql::key_in(m.node.foreign_key, chunk, "")));
-    if (n != chunk_rows.size()) {
-      throw Error(fmt::format("table {}: deleting the children of {} parent row(s) removed {} rows where {} were "
-                              "locked and compared; nothing of this batch was deleted (the transaction rolled "
-                              "back). The rerun retries the batch",
-                              m.node.table, chunk.size(), n, chunk_rows.size()));
-    }
-    for (size_t r : chunk_rows) gone[r] = true;
-    batch.deleted[static_cast<size_t>(ni)] += n;
-    chunk.clear();
-    chunk_rows.clear();
-    bytes = 0;
-  };
-  // Unless every locked row maps to a parent value of this batch, the exact keys only.
-  for (const std::string& v : all_known ? order : std::vector<std::string>{}) {
+  for (const std::string& v : pv.order) {
     auto kids = children.find(v);
-    if (!value_moves[v] || kids == children.end()) continue;
-    const sql::KeyLiterals& lit = value_literal[v];
+    if (!pv.moves[v] || kids == children.end()) continue;
+    const sql::KeyLiterals& lit = pv.literal[v];
     size_t size = 8;
     for (const auto& x : lit) size += x.size() + 2;
     if (!chunk.empty() && (chunk_rows.size() + kids->second.size() > per_statement || bytes + size > budget)) {
-      flush();
+      delete_children_of(batch, ni, chunk, chunk_rows, gone);
+      bytes = 0;
     }
     chunk.push_back(lit);
     chunk_rows.insert(chunk_rows.end(), kids->second.begin(), kids->second.end());
     bytes += size;
   }
-  flush();
+  delete_children_of(batch, ni, chunk, chunk_rows, gone);
+}
+
+void Remover::delete_children_of(Batch& batch, int ni, std::vector<sql::KeyLiterals>& values,
+                                 std::vector<size_t>& rows, std::vector<bool>& gone) const {
+  if (values.empty()) return;
+  const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
+  uint64_t n = m_ctx.src.execute(
+      fmt::format("DELETE FROM {} WHERE {}", m.source_name, sql::key_in(m.node.foreign_key, values, "")));
+  if (n != rows.size()) {
+    throw Error(fmt::format("table {}: deleting the children of {} parent row(s) removed {} rows where {} were "
+                            "locked and compared; nothing of this batch was deleted (the transaction rolled "
+                            "back). The rerun retries the batch",
+                            m.node.table, values.size(), n, rows.size()));
+  }
+  for (size_t r : rows) gone[r] = true;
+  batch.deleted[static_cast<size_t>(ni)] += n;
+  values.clear();
+  rows.clear();
 }
 
 void Remover::delete_rows(Batch& batch, const Batch& now) const {

@@ -8,6 +8,7 @@
 #include "pipeline/batch_log.h"
 #include "pipeline/context.h"
 #include "pipeline/tree_reader.h"
+#include "plan/sql.h"
 
 namespace goarchive::pipeline {
 
@@ -34,6 +35,10 @@ private:
   void delete_rows(Batch& batch, const Batch& now) const;
   // Deletes the children of table `ni` through their parents' keys where that is proved safe; marks them `gone`.
   void delete_through_parent(Batch& batch, const Batch& now, int ni, std::vector<bool>& gone) const;
+  // One statement of delete_through_parent: the children of parent VALUES, which must be exactly the locked ROWS
+  // (else the transaction rolls back); marks them gone and empties both lists.
+  void delete_children_of(Batch& batch, int ni, std::vector<sql::KeyLiterals>& values, std::vector<size_t>& rows,
+                          std::vector<bool>& gone) const;
 
   const Context& m_ctx;
   const TreeReader& m_tree;

@@ -81,6 +81,60 @@ JobRow Registry::ensure_job(db::Connection& conn, const std::string& name, const
   return *find_job(conn, name);
 }
 
+namespace {
+
+// The job's runs marked running, locked (id, host, pid, live, seconds since the heartbeat, heartbeat_at).
+db::RowSet running_runs(db::Connection& conn, const Registry& reg, unsigned long long job_id) {
+  return conn.query(fmt::format(
+      "SELECT id, host, pid, {}, TIMESTAMPDIFF(SECOND, heartbeat_at, NOW(6)), heartbeat_at FROM {} WHERE job_id = {} "
+      "AND status = 'running' ORDER BY id FOR UPDATE",
+      k_live_expr, reg.table("runs"), job_id));
+}
+
+// A live heartbeat from this host whose process is gone (killed within the last minute) proves nothing is
+// running: this host can see that.
+bool gone_here(const db::RowSet& running, size_t i, const std::string& host) {
+  if (running.cell(i, 1) != host) return false;
+  auto pid = static_cast<pid_t>(std::stol(running.cell(i, 2)));
+  return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+// Busy (exit 4) when one of RUNNING is live: another process's run.
+void refuse_live_run(const db::RowSet& running, const std::string& host, const JobRow& job,
+                     const std::string& schema) {
+  for (size_t i = 0; i < running.rows(); ++i) {
+    if (running.cell(i, 3) == "1" && !gone_here(running, i, host)) {
+      throw BusyError(fmt::format("job \"{}\" is already running: run {} on host {} (pid {}) is marked running in the "
+                                  "tracking registry {} with a heartbeat {} s ago (live within 60 s); this run did "
+                                  "nothing. Try again when that run has ended",
+                                  job.name, running.cell(i, 0), running.cell(i, 1), running.cell(i, 2), schema,
+                                  running.cell(i, 4)));
+    }
+  }
+}
+
+// Guarded take-over: only the runs we saw, only while still running and still stale (or, for a process gone
+// from this host, still at the heartbeat we read).
+void close_stale_runs(db::Connection& conn, const Registry& reg, const db::RowSet& running, const JobRow& job) {
+  for (size_t i = 0; i < running.rows(); ++i) {
+    bool stale = running.cell(i, 3) != "1";
+    uint64_t closed = conn.execute(fmt::format(
+        "UPDATE {} SET status = 'crashed', ended_at = NOW(6), reason = {} WHERE id = {} AND job_id = {} AND "
+        "status = 'running' AND {}",
+        reg.table("runs"),
+        sql::quote(stale ? "no heartbeat within 60 s; closed by the next run"
+                         : "process gone from its host; closed by the next run"),
+        running.cell(i, 0), job.id,
+        stale ? fmt::format("NOT {}", k_live_expr) : "heartbeat_at = " + sql::quote(running.cell(i, 5))));
+    if (closed != 1) preempted("closing a stale run", closed, 1);
+    spdlog::warn("run {} of job {} on host {} (pid {}) ended without closing its record (crash or kill) and has had "
+                 "no heartbeat for {} s: marked crashed",
+                 running.cell(i, 0), job.name, running.cell(i, 1), running.cell(i, 2), running.cell(i, 4));
+  }
+}
+
+}  // namespace
+
 unsigned long long Registry::start_run(db::Connection& conn, const JobRow& job, const std::string& command,
                                        unsigned long long source_conn, unsigned long long dest_conn) const {
   char host[256] = {0};
@@ -94,43 +148,9 @@ unsigned long long Registry::start_run(db::Connection& conn, const JobRow& job, 
   if (n != 1) preempted("starting the run", n, 1);
   // A run still marked running is another process's unless its heartbeat is stale: the job lock cannot prove
   // it gone (a proxy or a multi-primary cluster gives each host its own locks), the database clock can (I1).
-  db::RowSet running = conn.query(fmt::format(
-      "SELECT id, host, pid, {}, TIMESTAMPDIFF(SECOND, heartbeat_at, NOW(6)), heartbeat_at FROM {} WHERE job_id = {} "
-      "AND status = 'running' ORDER BY id FOR UPDATE",
-      k_live_expr, table("runs"), job.id));
-  // A live heartbeat from this host whose process is gone (killed within the last minute) proves nothing is
-  // running: this host can see that.
-  auto gone_here = [&](size_t i) {
-    if (running.cell(i, 1) != host) return false;
-    auto pid = static_cast<pid_t>(std::stol(running.cell(i, 2)));
-    return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
-  };
-  for (size_t i = 0; i < running.rows(); ++i) {
-    if (running.cell(i, 3) == "1" && !gone_here(i)) {
-      throw BusyError(fmt::format("job \"{}\" is already running: run {} on host {} (pid {}) is marked running in the "
-                                  "tracking registry {} with a heartbeat {} s ago (live within 60 s); this run did "
-                                  "nothing. Try again when that run has ended",
-                                  job.name, running.cell(i, 0), running.cell(i, 1), running.cell(i, 2), m_schema,
-                                  running.cell(i, 4)));
-    }
-  }
-  for (size_t i = 0; i < running.rows(); ++i) {
-    // Guarded take-over: only the run we saw, only while it is still running and still stale (or, for a process
-    // gone from this host, still at the heartbeat we read).
-    bool stale = running.cell(i, 3) != "1";
-    uint64_t closed = conn.execute(fmt::format(
-        "UPDATE {} SET status = 'crashed', ended_at = NOW(6), reason = {} WHERE id = {} AND job_id = {} AND "
-        "status = 'running' AND {}",
-        table("runs"),
-        sql::quote(stale ? "no heartbeat within 60 s; closed by the next run"
-                         : "process gone from its host; closed by the next run"),
-        running.cell(i, 0), job.id,
-        stale ? fmt::format("NOT {}", k_live_expr) : "heartbeat_at = " + sql::quote(running.cell(i, 5))));
-    if (closed != 1) preempted("closing a stale run", closed, 1);
-    spdlog::warn("run {} of job {} on host {} (pid {}) ended without closing its record (crash or kill) and has had "
-                 "no heartbeat for {} s: marked crashed",
-                 running.cell(i, 0), job.name, running.cell(i, 1), running.cell(i, 2), running.cell(i, 4));
-  }
+  db::RowSet running = running_runs(conn, *this, job.id);
+  refuse_live_run(running, host, job, m_schema);
+  close_stale_runs(conn, *this, running, job);
   try {
     conn.execute(fmt::format("INSERT INTO {} (job_id, command, host, pid, source_connection, destination_connection) "
                              "VALUES ({}, {}, {}, {}, {}, {})",
