@@ -197,9 +197,10 @@ private:
     m_heartbeat = std::make_unique<Heartbeat>(*m_src_lock, *m_dest_lock,
                                               app::connect(m_cfg.destination, "destination registry", m_tag),
                                               m_registry, m_jobrow.id, m_run_id);
-    m_progress = std::make_unique<report::Progress>(m_options.progress, ::isatty(STDERR_FILENO) != 0,
-                                                    m_job.processing.progress_interval,
-                                                    estimate_roots(*m_src, m_cfg, m_job));
+    // The count is for the display only: --no-progress skips it (up to 2 s of the source's time at the start).
+    m_progress = std::make_unique<report::Progress>(
+        m_options.progress, ::isatty(STDERR_FILENO) != 0, m_job.processing.progress_interval,
+        m_options.progress ? estimate_roots(*m_src, m_cfg, m_job) : std::nullopt);
     m_control = std::make_unique<RunControl>(m_job, m_options.max_runtime, *m_progress);
     m_control->set_lock_check([this] {
       if (m_heartbeat->lost()) throw LockLost("source or destination");

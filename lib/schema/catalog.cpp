@@ -277,8 +277,10 @@ std::optional<DatabaseDefaults> database_defaults(db::Connection& conn, const st
 
 std::vector<ForeignKey> foreign_keys_in(db::Connection& conn, const std::string& database) {
   // Keys declared in the database, and keys of other databases that point into it.
-  return read_fks(conn, "(k.TABLE_SCHEMA = " + sql::quote(database) + " OR k.REFERENCED_TABLE_SCHEMA = " +
-                            sql::quote(database) + ")");
+  FkRows rows = read_fk_rows(conn, "(k.TABLE_SCHEMA = " + sql::quote(database) + " OR k.REFERENCED_TABLE_SCHEMA = " +
+                                       sql::quote(database) + ")", {});
+  add_delete_rules(conn, rows);
+  return std::move(rows.fks);
 }
 
 }  // namespace goarchive::schema
