@@ -31,7 +31,9 @@ public:
       fail(fmt::format("the source database {} does not exist on {}; fix [source] database", sdb, m_src.label()));
       return m_report;
     }
-    for (const auto& n : m_tree.nodes()) m_report.source_tables.push_back(schema::read_table(m_src, sdb, n.table));
+    std::vector<std::string> names;
+    for (const auto& n : m_tree.nodes()) names.push_back(n.table);
+    m_report.source_tables = schema::read_tables(m_src, sdb, names);
     // Every check runs that can: validate reports every failure, not just the first.
     bool all_exist = true, all_keyed = true;
     for (const auto& t : m_report.source_tables) {
@@ -314,8 +316,12 @@ private:
                        m_dst->label(), sql::ident(ddb)));
       return;
     }
-    for (const auto& s : m_report.source_tables) {
-      schema::TableInfo d = schema::read_table(*m_dst, ddb, s.name);
+    std::vector<std::string> names;
+    for (const auto& s : m_report.source_tables) names.push_back(s.name);
+    std::vector<schema::TableInfo> dst_tables = schema::read_tables(*m_dst, ddb, names);
+    for (size_t i = 0; i < m_report.source_tables.size(); ++i) {
+      const schema::TableInfo& s = m_report.source_tables[i];
+      schema::TableInfo d = std::move(dst_tables[i]);
       if (!d.exists) {
         fail(fmt::format("table {}.{} does not exist on the destination; create it there with the statement that "
                          "SHOW CREATE TABLE {} prints on the source",

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <exception>
+#include <future>
 #include <map>
 #include <iostream>
 #include <thread>
@@ -197,9 +199,10 @@ private:
     m_heartbeat = std::make_unique<Heartbeat>(*m_src_lock, *m_dest_lock,
                                               app::connect(m_cfg.destination, "destination registry", m_tag),
                                               m_registry, m_jobrow.id, m_run_id);
-    m_progress = std::make_unique<report::Progress>(m_options.progress, ::isatty(STDERR_FILENO) != 0,
-                                                    m_job.processing.progress_interval,
-                                                    estimate_roots(*m_src, m_cfg, m_job));
+    // The count is for the display only: --no-progress skips it (up to 2 s of the source's time at the start).
+    m_progress = std::make_unique<report::Progress>(
+        m_options.progress, ::isatty(STDERR_FILENO) != 0, m_job.processing.progress_interval,
+        m_options.progress ? estimate_roots(*m_src, m_cfg, m_job) : std::nullopt);
     m_control = std::make_unique<RunControl>(m_job, m_options.max_runtime, *m_progress);
     m_control->set_lock_check([this] {
       if (m_heartbeat->lost()) throw LockLost("source or destination");
@@ -251,14 +254,22 @@ private:
         }
         return std::nullopt;
       };
-      if (auto why = changed(*src_then, definitions(*m_src_checks, m_cfg.source.database, m_tables), "source",
-                             m_cfg.source.database)) {
-        return why;
+      // Both servers side by side: the source on the checks session, the destination on the data session, which
+      // is the main thread's own between batches.
+      auto src_now = std::async(std::launch::async,
+                                [this] { return definitions(*m_src_checks, m_cfg.source.database, m_tables); });
+      std::map<std::string, std::string> dst_now;
+      std::exception_ptr dst_failed;
+      try {
+        if (!dst_then->empty()) dst_now = definitions(*m_dst, m_cfg.destination.database, m_tables);
+      } catch (...) {
+        dst_failed = std::current_exception();
       }
+      auto src_defs = src_now.get();  // rethrows the source's error, if any
+      if (dst_failed) std::rethrow_exception(dst_failed);
+      if (auto why = changed(*src_then, src_defs, "source", m_cfg.source.database)) return why;
       if (dst_then->empty()) return std::nullopt;
-      // The destination data session is the main thread's own between batches.
-      return changed(*dst_then, definitions(*m_dst, m_cfg.destination.database, m_tables), "destination",
-                     m_cfg.destination.database);
+      return changed(*dst_then, dst_now, "destination", m_cfg.destination.database);
     });
   }
 
@@ -284,12 +295,15 @@ private:
     return h;
   }
 
-  // The last check before a commit: the heartbeat's verdict and a round trip on each lock session. The commit
-  // follows at once; a lock lost between this check and the commit is found by the next check.
+  // The last check before a commit: the heartbeat's verdict and a round trip on each lock session, the two side
+  // by side (each session is its own connection). The commit follows at once; a lock lost between this check
+  // and the commit is found by the next check.
   void check_locks_before_commit() {
     if (m_heartbeat->lost()) throw LockLost("source or destination");
-    if (!m_src_lock->holds_all()) throw LockLost("source");
-    if (!m_dest_lock->holds_all()) throw LockLost("destination");
+    auto src_held = std::async(std::launch::async, [this] { return m_src_lock->holds_all(); });
+    bool dest_held = m_dest_lock->holds_all();
+    if (!src_held.get()) throw LockLost("source");
+    if (!dest_held) throw LockLost("destination");
   }
 
   bool locks_ok() { return !m_heartbeat->lost() && m_src_lock->holds_all() && m_dest_lock->holds_all(); }

@@ -33,7 +33,8 @@ void ensure_registry(const config::Config& cfg, locks::LockSession& dest_lock, d
   try {
     if (!registry.ready(dst)) {
       fault::point("creating_schema");
-      registry.create(dst);
+      // Up to three more sessions create new tables side by side (each CREATE TABLE waits for its fsyncs).
+      registry.create(dst, [&cfg] { return app::connect(cfg.destination, "destination schema creation"); });
     }
   } catch (...) {
     dest_lock.release(sl[0].name);

@@ -155,8 +155,9 @@ void Connection::finish_connect() {
   execute("SET SESSION time_zone = '+00:00', "
           "sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO', "
           "group_concat_max_len = 1048576");
-  if (auto v = scalar("SELECT @@max_allowed_packet")) m_max_allowed_packet = std::stoull(*v);
-  if (auto v = scalar("SELECT CONNECTION_ID()")) m_info.connection_id = std::stoull(*v);
+  RowSet r = query("SELECT @@max_allowed_packet, CONNECTION_ID()");  // one round trip for both
+  if (r.rows() == 1 && !r.is_null(0, 0)) m_max_allowed_packet = std::stoull(r.cell(0, 0));
+  if (r.rows() == 1 && !r.is_null(0, 1)) m_info.connection_id = std::stoull(r.cell(0, 1));
 }
 
 Connection::~Connection() {

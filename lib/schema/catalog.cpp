@@ -1,6 +1,7 @@
 #include "schema/catalog.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "guard/gtid.h"
@@ -41,26 +42,60 @@ bool binary_type(const std::string& data_type) {
   return types.count(data_type) > 0;
 }
 
-std::vector<ForeignKey> read_fks(db::Connection& conn, const std::string& where) {
+// Foreign keys read from KEY_COLUMN_USAGE, one entry per key, with the constraint's schema and, per key, the value
+// of each extra boolean column asked for (the same on every row of a key).
+struct FkRows {
+  std::vector<ForeignKey> fks;
+  std::vector<std::string> constraint_schema;
+  std::vector<std::vector<bool>> flags;
+};
+
+FkRows read_fk_rows(db::Connection& conn, const std::string& where, const std::vector<std::string>& flags) {
+  std::string extra;
+  for (const auto& f : flags) extra += ", (" + f + ")";
   db::RowSet r = conn.query(
       "SELECT k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, "
-      "k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, IFNULL(rc.DELETE_RULE, 'RESTRICT') "
-      "FROM information_schema.KEY_COLUMN_USAGE k LEFT JOIN information_schema.REFERENTIAL_CONSTRAINTS rc "
-      "ON rc.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND rc.CONSTRAINT_NAME = k.CONSTRAINT_NAME "
-      "AND rc.TABLE_NAME = k.TABLE_NAME "
-      "WHERE k.REFERENCED_TABLE_NAME IS NOT NULL AND " +
-      where + " ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION");
-  std::vector<ForeignKey> out;
+      "k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, k.CONSTRAINT_SCHEMA" + extra +
+      " FROM information_schema.KEY_COLUMN_USAGE k WHERE k.REFERENCED_TABLE_NAME IS NOT NULL AND " + where +
+      " ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION");
+  FkRows out;
   for (size_t i = 0; i < r.rows(); ++i) {
-    if (out.empty() || out.back().name != r.cell(i, 0) || out.back().table != r.cell(i, 2) ||
-        out.back().database != r.cell(i, 1)) {
-      out.push_back(ForeignKey{r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), {}, r.cell(i, 4), r.cell(i, 5), {},
-                                r.cell(i, 7)});
+    if (out.fks.empty() || out.fks.back().name != r.cell(i, 0) || out.fks.back().table != r.cell(i, 2) ||
+        out.fks.back().database != r.cell(i, 1)) {
+      out.fks.push_back(ForeignKey{r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), {}, r.cell(i, 4), r.cell(i, 5), {},
+                                   "RESTRICT"});
+      out.constraint_schema.push_back(r.cell(i, 7));
+      std::vector<bool> values;
+      for (size_t f = 0; f < flags.size(); ++f) values.push_back(r.cell(i, 8 + f) == "1");
+      out.flags.push_back(std::move(values));
     }
-    out.back().columns.push_back(r.cell(i, 3));
-    out.back().ref_columns.push_back(r.cell(i, 6));
+    out.fks.back().columns.push_back(r.cell(i, 3));
+    out.fks.back().ref_columns.push_back(r.cell(i, 6));
   }
   return out;
+}
+
+// Each key's delete rule, read per referencing table (CONSTRAINT_SCHEMA and TABLE_NAME given as constants), never
+// by a join: information_schema only looks up the tables a constant names, and joining the two views made the
+// server open every table of every database (measured on MariaDB 10.11 with 4 tables: 52 ms cold, 6.5 ms warm,
+// against under 1 ms for the split reads); on a server with thousands of tables that is seconds of every start.
+// A key without a REFERENTIAL_CONSTRAINTS row keeps RESTRICT.
+void add_delete_rules(db::Connection& conn, FkRows& rows) {
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::string>> rules;
+  for (size_t f = 0; f < rows.fks.size(); ++f) {
+    auto key = std::make_pair(rows.constraint_schema[f], rows.fks[f].table);
+    if (rules.count(key)) continue;
+    auto& by_name = rules[key];
+    db::RowSet rc = conn.query("SELECT CONSTRAINT_NAME, DELETE_RULE FROM information_schema.REFERENTIAL_CONSTRAINTS "
+                               "WHERE CONSTRAINT_SCHEMA = " + sql::quote(key.first) +
+                               " AND TABLE_NAME = " + sql::quote(key.second));
+    for (size_t i = 0; i < rc.rows(); ++i) by_name[rc.cell(i, 0)] = rc.cell(i, 1);
+  }
+  for (size_t f = 0; f < rows.fks.size(); ++f) {
+    const auto& by_name = rules[std::make_pair(rows.constraint_schema[f], rows.fks[f].table)];
+    auto it = by_name.find(rows.fks[f].name);
+    if (it != by_name.end() && !it->second.empty()) rows.fks[f].delete_rule = it->second;
+  }
 }
 
 }  // namespace
@@ -70,7 +105,10 @@ bool database_exists(db::Connection& conn, const std::string& database) {
              .value_or("0") != "0";
 }
 
-TableInfo read_table(db::Connection& conn, const std::string& database, const std::string& table) {
+namespace {
+
+// Everything of one table but the foreign keys that point at it.
+TableInfo read_own(db::Connection& conn, const std::string& database, const std::string& table) {
   TableInfo t;
   t.database = database;
   t.name = table;
@@ -116,8 +154,9 @@ TableInfo read_table(db::Connection& conn, const std::string& database, const st
     t.unique_keys.back().push_back(keys.cell(i, 1));
     if (current == "PRIMARY") t.primary_key.push_back(keys.cell(i, 1));
   }
-  t.references = read_fks(conn, "k.TABLE_SCHEMA = " + db + " AND k.TABLE_NAME = " + tb);
-  t.referenced_by = read_fks(conn, "k.REFERENCED_TABLE_SCHEMA = " + db + " AND k.REFERENCED_TABLE_NAME = " + tb);
+  FkRows own = read_fk_rows(conn, "k.TABLE_SCHEMA = " + db + " AND k.TABLE_NAME = " + tb, {});
+  add_delete_rules(conn, own);
+  t.references = std::move(own.fks);
   db::RowSet trg = conn.query(
       "SELECT EVENT_MANIPULATION, ACTION_TIMING, TRIGGER_NAME FROM information_schema.TRIGGERS WHERE "
       "EVENT_OBJECT_SCHEMA = " + db + " AND EVENT_OBJECT_TABLE = " + tb);
@@ -125,6 +164,37 @@ TableInfo read_table(db::Connection& conn, const std::string& database, const st
     t.triggers.push_back(trg.cell(i, 0) + " " + trg.cell(i, 1) + " " + trg.cell(i, 2));
   }
   return t;
+}
+
+}  // namespace
+
+std::vector<TableInfo> read_tables(db::Connection& conn, const std::string& database,
+                                   const std::vector<std::string>& tables) {
+  std::vector<TableInfo> out;
+  for (const auto& t : tables) out.push_back(read_own(conn, database, t));
+  if (tables.empty()) return out;
+  // The keys that point at any of them in one read: information_schema cannot look a key up by the table it
+  // references, so every such read opens every table of the server. One flag per table says which it points
+  // at, compared as the server compares (the names' collation), as one query per table did.
+  std::string names;
+  std::vector<std::string> flags;
+  for (const auto& t : tables) {
+    names += (names.empty() ? "" : ", ") + sql::quote(t);
+    flags.push_back("k.REFERENCED_TABLE_NAME = " + sql::quote(t));
+  }
+  FkRows in = read_fk_rows(conn, "k.REFERENCED_TABLE_SCHEMA = " + sql::quote(database) +
+                                     " AND k.REFERENCED_TABLE_NAME IN (" + names + ")", flags);
+  add_delete_rules(conn, in);
+  for (size_t f = 0; f < in.fks.size(); ++f) {
+    for (size_t t = 0; t < out.size(); ++t) {
+      if (in.flags[f][t] && out[t].exists) out[t].referenced_by.push_back(in.fks[f]);
+    }
+  }
+  return out;
+}
+
+TableInfo read_table(db::Connection& conn, const std::string& database, const std::string& table) {
+  return std::move(read_tables(conn, database, {table}).front());
 }
 
 ServerIdentity read_server_identity(db::Connection& conn) {
@@ -207,8 +277,10 @@ std::optional<DatabaseDefaults> database_defaults(db::Connection& conn, const st
 
 std::vector<ForeignKey> foreign_keys_in(db::Connection& conn, const std::string& database) {
   // Keys declared in the database, and keys of other databases that point into it.
-  return read_fks(conn, "(k.TABLE_SCHEMA = " + sql::quote(database) + " OR k.REFERENCED_TABLE_SCHEMA = " +
-                            sql::quote(database) + ")");
+  FkRows rows = read_fk_rows(conn, "(k.TABLE_SCHEMA = " + sql::quote(database) + " OR k.REFERENCED_TABLE_SCHEMA = " +
+                                       sql::quote(database) + ")", {});
+  add_delete_rules(conn, rows);
+  return std::move(rows.fks);
 }
 
 }  // namespace goarchive::schema

@@ -82,6 +82,9 @@ DataRelation relate(const ServerIdentity& a, const std::string& db_a, const Serv
 
 // Reads one table (columns, keys, foreign keys, triggers) with a handful of queries.
 TableInfo read_table(db::Connection& conn, const std::string& database, const std::string& table);
+// read_table for several tables of one database, with one scan for the foreign keys that point at any of them.
+std::vector<TableInfo> read_tables(db::Connection& conn, const std::string& database,
+                                   const std::vector<std::string>& tables);
 bool database_exists(db::Connection& conn, const std::string& database);
 // The text of SHOW CREATE TABLE for one table, with identifiers backquoted (sql_quote_show_create = 1).
 std::string show_create_table(db::Connection& conn, const std::string& database, const std::string& table);

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <set>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "db/parallel.h"
 #include "plan/sql.h"
 #include "tracking/migrations.h"
 #include "tracking/registry_text.h"
@@ -60,7 +62,7 @@ bool Registry::ready(db::Connection& conn) const {
   }
 }
 
-void Registry::create(db::Connection& conn) const {
+void Registry::create(db::Connection& conn, const db::Opener& open) const {
   conn.execute("CREATE DATABASE IF NOT EXISTS " + sql::ident(m_schema) +
                " DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin");
   int current = 0;
@@ -77,6 +79,7 @@ void Registry::create(db::Connection& conn) const {
       text.replace(pos, 8, quoted);
     }
     // Statements are separated by a ';' at the end of a line.
+    std::vector<std::string> statements;
     size_t start = 0;
     while (start < text.size()) {
       size_t end = text.find(";\n", start);
@@ -86,16 +89,17 @@ void Registry::create(db::Connection& conn) const {
         auto nl = stmt.find('\n');
         stmt = nl == std::string::npos ? "" : trim(stmt.substr(nl + 1));
       }
-      try {
-        if (!stmt.empty()) conn.execute(stmt);
-      } catch (const db::DbError& e) {
-        // A run that died inside a migration left part of it applied: an existing column, index or table is
-        // an answer (DDL commits on its own, so the migration is re-applied statement by statement).
-        if (e.code() != 1060 && e.code() != 1061 && e.code() != 1050) throw;
-      }
+      if (!stmt.empty()) statements.push_back(std::move(stmt));
       if (end == std::string::npos) break;
       start = end + 2;
     }
+    // A migration of new tables only creates them side by side (they are independent); any other runs in order.
+    bool only_tables = std::all_of(statements.begin(), statements.end(),
+                                   [](const std::string& st) { return st.rfind("CREATE TABLE IF NOT EXISTS ", 0) == 0; });
+    // A run that died inside a migration left part of it applied: an existing column, index or table is an
+    // answer (DDL commits on its own, so the migration is re-applied statement by statement).
+    db::execute_all(conn, statements, only_tables ? open : db::Opener{}, 3,
+                    [](const db::DbError& e) { return e.code() == 1060 || e.code() == 1061 || e.code() == 1050; });
     conn.execute(fmt::format("INSERT INTO {} (version, file) VALUES ({}, {})", table("schema_version"), m.version,
                              sql::quote(m.file)));
     spdlog::info("tracking schema {}: applied {}", m_schema, m.file);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "db/connection.h"
+#include "db/parallel.h"
 #include "guard/gtid.h"
 
 namespace goarchive::tracking {
@@ -67,8 +68,9 @@ public:
 
   // True when the schema exists and carries the latest migration.
   bool ready(db::Connection& conn) const;
-  // Creates the schema and applies missing migrations. The caller holds the schema lock.
-  void create(db::Connection& conn) const;
+  // Creates the schema and applies missing migrations. The caller holds the schema lock. `open` (optional) gives
+  // more sessions to the same server: a migration of new tables only creates them side by side.
+  void create(db::Connection& conn, const db::Opener& open = {}) const;
 
   // Finds or creates the job's row (a duplicate key is an answer: the row exists) and records its source and
   // tables, unless the job has unfinished work: its recorded source then stays as it is. Returns the row.
