@@ -223,7 +223,10 @@ private:
   static std::map<std::string, std::string> definitions(db::Connection& conn, const std::string& database,
                                                        const std::vector<pipeline::TableMeta>& tables) {
     std::string names;
-    for (const auto& t : tables) names += (names.empty() ? "" : ",") + sql::quote(t.node.table);
+    for (const auto& t : tables) {
+      if (!names.empty()) names += ',';
+      names += sql::quote(t.node.table);
+    }
     db::RowSet r = conn.query(fmt::format(
         "SELECT TABLE_NAME, GROUP_CONCAT(CONCAT_WS(' ', COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, "
         "IFNULL(COLLATION_NAME, ''), IFNULL(GENERATION_EXPRESSION, '')) ORDER BY ORDINAL_POSITION SEPARATOR '|') "

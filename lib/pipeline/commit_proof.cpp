@@ -24,7 +24,10 @@ std::string new_token() {
 
 std::string hex_list(const std::vector<std::string>& tokens) {
   std::string out;
-  for (const auto& t : tokens) out += (out.empty() ? "" : ",") + sql::hex_literal(t);
+  for (const auto& t : tokens) {
+    if (!out.empty()) out += ',';
+    out += sql::hex_literal(t);
+  }
   return out;
 }
 
