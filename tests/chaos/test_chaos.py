@@ -51,6 +51,7 @@ VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
 MODES = ["archive", "copy-only", "purge"]
 KEYS = ["int", "composite", "varchar"]
 RESULTS = []  # one dict per round
+RC1 = []  # the last log line of the first runs that ended rc 1 under load
 
 
 def setUpModule():
@@ -82,9 +83,13 @@ def closing_table():
             ("runs ending rc 1 under load / rc 4", f"{s['rc1']} / {s['rc4']}"),
             ("final clean runs failed", s["final_failed"])]
     rows += [(k, s[k]) for k in CATEGORIES]
-    rows.append(("allowed: conflict rows / kept / blocked roots", f"{s['conflicts']} / {s['kept']} / {s['blocked']}"))
+    rows.append(("conflict rows / kept copies (failures)", f"{s['conflicts']} / {s['kept']}"))
+    rows.append(("allowed: blocked diamond roots / unexplained", f"{s['blocked']} / {s['unarchived_diamond']}"))
     rows.append(("row checks", s["row_checks"]))
     out = campaignkit.closing_table(f"chaos closing table (CHAOS_SEED={SEED})", rows)
+    if RC1:
+        out.append("runs ending rc 1 under load (first ones):")
+        out += [f"  {line}" for line in RC1]
     fails = [r for r in RESULTS if r["failed"]]
     if fails:
         out.append("failed rounds:")
@@ -198,6 +203,8 @@ class Chaos(unittest.TestCase):
                 else:
                     STATS["rc1"] += 1
                     log.append("  " + tail(err, 1))
+                    if len(RC1) < 5:
+                        RC1.append(f"round {i}: {tail(err, 1)[:300]}")
         finally:
             app.finish()
         writes = sum(model.writes.values())
