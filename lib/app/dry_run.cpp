@@ -70,6 +70,7 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   auto tables = pipeline::describe(tree, pf.source_tables, job, cfg.source.database, cfg.destination.database);
   tracking::Registry registry(cfg.destination.job_schema);
   pipeline::Engine engine(mode, job, tables, *src, dst ? *dst : *src, registry, 0, 0, "", {});
+  engine.use_commit_proofs(cfg.source.database);  // only named in the statements it shows; nothing is created
   std::vector<std::pair<std::string, unsigned long long>> counts;
   for (int n : tree.copy_order()) {
     auto c = src->scalar(count_sql(cfg, job, tree, tables, n));

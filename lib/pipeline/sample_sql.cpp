@@ -69,6 +69,11 @@ std::vector<std::string> Engine::sample_sql() const {
                                 m.node.table, m_ctx.job.processing.delete_batch_size, m.source_name,
                                 key_list(m.key_cols)));
     }
+    if (m_ctx.mode == Mode::archive && !m_proof_db.empty()) {
+      out.push_back(fmt::format("-- the commit proof, in the same transaction (goarchive(1), THE PIPELINE)\n"
+                                "INSERT INTO {} (token, job, batch_id) VALUES (?, ?, ?)",
+                                CommitProof::table_name(m_proof_db)));
+    }
   }
   return out;
 }
