@@ -22,15 +22,6 @@ std::string new_token() {
   return t;
 }
 
-std::string hex_list(const std::vector<std::string>& tokens) {
-  std::string out;
-  for (const auto& t : tokens) {
-    if (!out.empty()) out += ',';
-    out += sql::hex_literal(t);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string CommitProof::table_name(const std::string& source_db) {
@@ -57,7 +48,7 @@ bool CommitProof::start(const std::string& source_db) {
     std::string t = new_token();
     m_ctx.src.execute(fmt::format("INSERT INTO {} (token, job, batch_id) VALUES ({}, 'probe', 0)", m_table,
                                   sql::hex_literal(t)));
-    m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, hex_list({t})));
+    m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list({t}, true)));
     m_ctx.src.scalar(fmt::format("SELECT 1 FROM {} WHERE token = {} FOR UPDATE", m_table, sql::hex_literal(t)));
   } catch (const db::DbError& e) {
     if (e.retryable()) throw;
@@ -74,7 +65,9 @@ bool CommitProof::start(const std::string& source_db) {
 std::string CommitProof::stamp(unsigned long long batch_id) {
   if (!m_available) return "";
   std::vector<std::string> old = take_forgotten();
-  if (!old.empty()) m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, hex_list(old)));
+  if (!old.empty()) {
+    m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list(old, true)));
+  }
   std::string t = new_token();
   m_ctx.src.execute(fmt::format("INSERT INTO {} (token, job, batch_id) VALUES ({}, {}, {})", m_table,
                                 sql::hex_literal(t), sql::quote(m_ctx.job.name), batch_id));
@@ -102,7 +95,7 @@ void CommitProof::flush() {
   std::vector<std::string> old = take_forgotten();
   if (old.empty() || !m_available) return;
   try {
-    m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, hex_list(old)));
+    m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list(old, true)));
   } catch (const db::DbError& e) {
     spdlog::warn("{} commit proof(s) of done batches stay in {} ({}); they are small and harmless", old.size(),
                  m_table, e.what());

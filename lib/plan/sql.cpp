@@ -50,6 +50,15 @@ std::string hex_literal(std::string_view bytes) {
   return "X'" + to_hex(bytes) + "'";
 }
 
+std::string literal_list(const std::vector<std::string>& values, bool binary) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += binary ? hex_literal(values[i]) : quote(values[i]);
+  }
+  return out;
+}
+
 std::string literal(const std::optional<std::string>& value, bool binary) {
   if (!value) return "NULL";
   return binary ? hex_literal(*value) : quote(*value);

@@ -15,6 +15,8 @@ std::string qualified(std::string_view database, std::string_view table);
 std::string quote(std::string_view value);
 // X'..' hex literal for binary data.
 std::string hex_literal(std::string_view bytes);
+// Comma-separated literals of VALUES: quoted strings, or hex literals when BINARY.
+std::string literal_list(const std::vector<std::string>& values, bool binary);
 // A value as a literal: NULL, X'..' when binary, else a quoted string.
 std::string literal(const std::optional<std::string>& value, bool binary);
 // Comma-separated quoted identifiers.

@@ -15,17 +15,8 @@ namespace goarchive::tracking::detail {
 // Liveness is judged on the registry server's clock, never the client's (seed 000).
 inline constexpr const char* k_live_expr = "(heartbeat_at > NOW(6) - INTERVAL 60 SECOND)";
 
-// Comma-separated literals of the values: quoted strings, or hex literals for binary hashes.
-inline std::string literal_list(const std::vector<std::string>& values, bool binary) {
-  std::string out;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) out += ',';
-    out += binary ? sql::hex_literal(values[i]) : sql::quote(values[i]);
-  }
-  return out;
-}
-inline std::string in_list(const std::vector<std::string>& values) { return literal_list(values, false); }
-inline std::string hex_list(const std::vector<std::string>& values) { return literal_list(values, true); }
+inline std::string in_list(const std::vector<std::string>& values) { return sql::literal_list(values, false); }
+inline std::string hex_list(const std::vector<std::string>& values) { return sql::literal_list(values, true); }
 
 [[noreturn]] inline void preempted(const std::string& what, uint64_t got, size_t expected) {
   throw Error(fmt::format("tracking registry: {} changed {} row(s) where {} were expected; another session changed "
