@@ -39,7 +39,8 @@ bool Loop::pipelined(unsigned& batch_no) {
       std::vector<std::string> last = m_reader.read_next(*pb, cursor ? &*cursor : nullptr, false);
       pb->keyset_end = last.empty();
       if (!last.empty()) cursor = std::move(last);
-      m_stages.prebuild(*pb);
+      // The INSERTs, digests and key lists are built on the main thread, in prepare: the source worker carries
+      // the longer half of a batch (the read, then the locked read and the delete of the one before).
       pb->t_read = since(t0);
     });
   };
