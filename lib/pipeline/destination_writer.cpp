@@ -308,16 +308,28 @@ std::vector<std::string> DestinationWriter::verify_lists(const Batch& batch, siz
   // A table with further parents (a diamond) has rows found through any of them: read back by primary key.
   if (!m_ctx.sha256() || m.node.parent < 0 || !m.node.also.empty() || m.collated_fk || tb.size() == 0 ||
       !fk_indexed(t)) {
+    // The usual AUTO_INCREMENT batch: one range instead of a list (the destination's columns are the source's).
+    if (m.key_idx.size() == 1 && tb.size() > 0) {
+      std::vector<std::string> keys;
+      keys.reserve(tb.size());
+      for (size_t r = 0; r < tb.size(); ++r) keys.push_back(tb.rows.cell(r, m.key_idx[0]));
+      if (auto range = run_range(m.key_cols[0], m.integer[m.key_idx[0]], keys)) return {*range};
+    }
     return tb.key_lists;
   }
   const TableRows& parent = batch.tables[static_cast<size_t>(m.node.parent)];
   std::set<std::string> seen;
   std::vector<sql::KeyLiterals> values;
+  std::vector<std::string> plain;  // the same values as text, when the foreign key is one column
   for (size_t r = 0; r < parent.size(); ++r) {
     if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
     if (seen.insert(encode_values(parent.rows, r, m.parent_ref_idx)).second) {
       values.push_back(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
+      if (m.fk_idx.size() == 1) plain.push_back(parent.rows.cell(r, m.parent_ref_idx[0]));
     }
+  }
+  if (m.fk_idx.size() == 1) {
+    if (auto range = run_range(m.node.foreign_key[0], m.integer[m.fk_idx[0]], plain)) return {*range};
   }
   return key_lists(m.node.foreign_key, values, statement_budget(m_ctx.dst));
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "plan/integer_run.h"
 #include "util/strings.h"
 
 namespace goarchive::pipeline {
@@ -127,6 +128,14 @@ std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet&
   keys.reserve(which.size());
   for (size_t r : which) keys.push_back(literals(rows, r, m.key_idx, m.key_binary));
   return key_lists(m.key_cols, keys, max_bytes);
+}
+
+std::optional<std::string> run_range(const std::string& column, bool integer, const std::vector<std::string>& values,
+                                     const std::string& alias) {
+  if (!integer) return std::nullopt;
+  auto runs = sql::integer_runs(values, values.size());
+  if (!runs || runs->size() != 1) return std::nullopt;
+  return sql::between(column, runs->front(), alias);
 }
 
 std::string name_key(const TableMeta& m, const std::vector<std::string>& key_values) {

@@ -1,6 +1,7 @@
 #pragma once
 // Rows as bytes: the row serialisation behind sha256 verification (goarchive(1)), encoded keys, byte-equality,
 // key literals and chunked key lists for SQL, and how a row is named in a message. Pure functions, no I/O.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ std::vector<std::string> key_lists(const std::vector<std::string>& columns, cons
 // The primary-key lists of rows `which` of a table.
 std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
                                            size_t max_bytes);
+
+// `column BETWEEN lo AND hi` when the column is an integer column (`integer`) and `values`, its distinct texts,
+// are an unbroken run: one index range that matches exactly those values. Nothing otherwise. For plain reads
+// and verification only: a locked read by range would also lock the row after it (remover.cpp: delete_run).
+std::optional<std::string> run_range(const std::string& column, bool integer, const std::vector<std::string>& values,
+                                     const std::string& alias = "");
 
 // `salaries (emp_no, from_date) = (10103, '1986-06-26')`: how every message names a row.
 std::string name_row(const TableMeta& m, const db::RowSet& rows, size_t r);

@@ -26,9 +26,16 @@ std::vector<std::string> Engine::sample_sql() const {
   std::string keyset = m_tree.keyset_query(nullptr, root.select_list);
   std::string after = m_tree.keyset_query(&last, root.select_list);
   // keyset_query quotes the placeholder values; show them bare.
-  for (size_t pos; (pos = after.find("'?'")) != std::string::npos;) after.replace(pos, 3, "?");
-  out.push_back("-- select roots: the first batch (plain read, keyset on the primary key)\n" + keyset);
-  out.push_back("-- select roots: every later batch, after the last key of the one before\n" + after);
+  std::string bare;
+  for (size_t at = 0, pos; at < after.size(); at = pos + 3) {
+    pos = after.find("'?'", at);
+    bare.append(after, at, pos == std::string::npos ? std::string::npos : pos - at);
+    if (pos == std::string::npos) break;
+    bare += '?';
+  }
+  after = std::move(bare);
+  out.push_back(fmt::format("-- select roots: the first batch (plain read, keyset on the primary key)\n{}", keyset));
+  out.push_back(fmt::format("-- select roots: every later batch, after the last key of the one before\n{}", after));
   for (int ni : m_ctx.copy_order) {
     const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
     if (ni == 0) continue;
@@ -40,7 +47,7 @@ std::vector<std::string> Engine::sample_sql() const {
   if (m_ctx.copies()) {
     for (int ni : m_ctx.copy_order) {
       const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
-      std::string row = "(" + join(std::vector<std::string>(m.columns.size(), "?"), ", ") + ")";
+      std::string row = fmt::format("({})", join(std::vector<std::string>(m.columns.size(), "?"), ", "));
       out.push_back(fmt::format("-- copy {} (parent-first, multi-row)\nINSERT INTO {} ({}) VALUES {}, {}", m.node.table,
                                 m.destination_name, m.select_list, row, row));
       if (m_ctx.job.processing.verification == config::VerifyMethod::sha256) {

@@ -47,6 +47,8 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
     if (c.generated) continue;
     m.columns.push_back(c.name);
     m.binary.push_back(c.binary);
+    m.integer.push_back(c.data_type == "tinyint" || c.data_type == "smallint" || c.data_type == "mediumint" ||
+                        c.data_type == "int" || c.data_type == "bigint");
   }
   auto pos = [&](const std::string& col) -> size_t {
     size_t k = position(m.columns, col);

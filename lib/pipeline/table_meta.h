@@ -36,6 +36,7 @@ struct TableMeta {
   std::string destination_name;  // `db`.`table` on the destination
   std::vector<std::string> columns;   // data columns (stored, not generated), in order
   std::vector<bool> binary;           // per data column
+  std::vector<bool> integer;          // per data column: TINYINT .. BIGINT (whole numbers, one text per value)
   std::vector<size_t> key_idx;        // primary key columns, positions in `columns`
   std::vector<std::string> key_cols;  // primary key column names
   std::vector<bool> key_binary;       // per key column

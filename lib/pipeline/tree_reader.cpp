@@ -90,10 +90,12 @@ void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, 
   // Distinct referenced values of the parent rows, each mapped to its parent row's root.
   std::map<std::string, int> parent_root;
   std::vector<sql::KeyLiterals> values;
+  std::vector<std::string> plain;  // the same values as text, when the foreign key is one column
   for (size_t r = 0; r < parent.size(); ++r) {
     if (any_null(parent.rows, r, e.parent_ref_idx)) continue;
     if (parent_root.emplace(encode_values(parent.rows, r, e.parent_ref_idx), parent.root[r]).second) {
       values.push_back(literals(parent.rows, r, e.parent_ref_idx, e.fk_binary));
+      if (e.fk_idx.size() == 1) plain.push_back(parent.rows.cell(r, e.parent_ref_idx[0]));
     }
   }
   const bool source = side == Side::source;
@@ -118,7 +120,14 @@ void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, 
   const char* lock = read == Read::locked ? " FOR UPDATE" : "";
   std::vector<std::string> row_parent;
   const size_t ncols = m.columns.size();
-  for (const auto& list : key_lists(e.foreign_key, values, statement_budget(conn), e.collated_fk ? "c" : "")) {
+  std::vector<std::string> lists;
+  // A plain read of children under an unbroken run of integer parent keys: one range of the foreign-key index.
+  // Never locked: a locked range read would also lock the index entry after it.
+  if (read == Read::plain && !e.collated_fk && e.fk_idx.size() == 1) {
+    if (auto range = run_range(e.foreign_key[0], m.integer[e.fk_idx[0]], plain)) lists.push_back(*range);
+  }
+  if (lists.empty()) lists = key_lists(e.foreign_key, values, statement_budget(conn), e.collated_fk ? "c" : "");
+  for (const auto& list : lists) {
     conn.stream(fmt::format("SELECT {} FROM {}{} WHERE {}{}", select, from, join, list, lock),
                 [&](const char* const* cells, const unsigned long* lengths, size_t cols) {
                   for (size_t c = 0; c < ncols; ++c) out.push(cells[c], cells[c] ? lengths[c] : 0);
