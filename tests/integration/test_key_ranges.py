@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Key ranges on the real server: a batch whose integer keys are an unbroken run is deleted with one
+`BETWEEN lo AND hi ORDER BY key LIMIT n` and its children are read and verified by range. The range matches exactly
+the locked keys and never reads the row after the run, so an application transaction holding that row does not
+make the delete wait; a batch with a gap goes by exact keys. Each test checks the statements the engine sent
+(general log), the rows on both servers and the data invariant."""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gatest  # noqa: E402
+from scenario import Scenario  # noqa: E402
+from test_key_lists import GeneralLog  # noqa: E402
+
+INNODB = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+JOB = {"root_table": "p", "where": "old = 1", "relations": [{"table": "c", "foreign_key": "p_id"}]}
+RELATIONS = [("c", ["p_id"], "p", ["id"])]
+
+
+def schema(sc, rows, archived, missing=()):
+    """p (ids 1..ROWS except MISSING, `old` for ids <= ARCHIVED) with two children each in c (a real foreign key).
+    Many more rows than a batch, as in production: on a tiny table the server scans instead of reading by key."""
+    sc.both(f"CREATE TABLE p (id BIGINT UNSIGNED PRIMARY KEY, old TINYINT NOT NULL, v VARCHAR(20)) {INNODB}")
+    sc.both(f"CREATE TABLE c (id INT PRIMARY KEY, p_id BIGINT UNSIGNED NOT NULL, v VARCHAR(20), "
+            f"FOREIGN KEY (p_id) REFERENCES p (id)) {INNODB}")
+    sc.src(f"INSERT INTO p SELECT seq, seq <= {archived}, CONCAT('p', seq) FROM seq_1_to_{rows}")
+    sc.src(f"INSERT INTO c SELECT 2 * p.id + s.seq, p.id, CONCAT('c', s.seq) FROM p JOIN seq_0_to_1 s")
+    for i in missing:
+        sc.src("DELETE FROM c WHERE p_id = %s", (i,))
+        sc.src("DELETE FROM p WHERE id = %s", (i,))
+    sc.src("ANALYZE TABLE p, c")
+
+
+class KeyRangeTest(unittest.TestCase):
+    def hold_row(self, sc, key, seconds):
+        """An application transaction that locks p row KEY for SECONDS; returns its thread."""
+        ready = threading.Event()
+
+        def hold():
+            conn = gatest.connect("source", sc.src_db)
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                    cur.execute("BEGIN")
+                    cur.execute("SELECT * FROM p WHERE id = %s FOR UPDATE", (key,))
+                    cur.execute("SELECT * FROM c WHERE p_id = %s FOR UPDATE", (key,))
+                    ready.set()
+                    time.sleep(seconds)
+                    cur.execute("ROLLBACK")
+            finally:
+                conn.close()
+
+        t = threading.Thread(target=hold)
+        t.start()
+        self.assertTrue(ready.wait(10), "the application transaction did not start")
+        return t
+
+    def test_unbroken_run_is_deleted_by_range_without_waiting_for_the_row_after_it(self):
+        sc = Scenario(self, "keyrange")
+        schema(sc, 3000, archived=20)
+        before = sc.snapshot(["p", "c"])
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        # Rows 21 (the first kept root, right after the last batch) and its children stay locked for 15 s, longer
+        # than the run may take; a delete that read past its range would wait for them.
+        holder = self.hold_row(sc, 21, 15)
+        t0 = time.monotonic()
+        r = sc.job("archive", cfg)
+        took = time.monotonic() - t0
+        holder.join()
+        self.assertEqual(r.rc, 0, r)
+        self.assertLess(took, 10, f"the run took {took:.1f}s: it waited for the application's lock on row 21")
+        deletes = [s for s in log.statements("DELETE FROM") if "`p`" in s.split(" WHERE ")[0]]
+        self.assertTrue(any("`id` BETWEEN 1 AND 10 ORDER BY `id` LIMIT 10" in s for s in deletes), deletes)
+        self.assertTrue(any("`id` BETWEEN 11 AND 20 ORDER BY `id` LIMIT 10" in s for s in deletes), deletes)
+        reads = log.statements("FROM `" + sc.src_db + "`.`c` WHERE `p_id` BETWEEN")
+        self.assertTrue(any("BETWEEN 1 AND 10" in s and "FOR UPDATE" not in s for s in reads), reads)
+        # The locked re-read stays by exact keys: a locked range would lock the row after it.
+        self.assertFalse([s for s in log.statements("BETWEEN") if s.rstrip().endswith("FOR UPDATE")])
+        self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), list(range(1, 21)))
+        self.assertEqual(sc.count("source", "p"), 3000 - 20)
+        self.assertEqual(sc.count("destination", "c"), 40)
+        sc.assert_invariant(before, RELATIONS)
+
+    def test_keys_with_a_gap_go_by_exact_key(self):
+        sc = Scenario(self, "keygap")
+        ids = [1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13]  # 4 is missing: the first batch of 10 is not a run
+        schema(sc, 3000, archived=13, missing=[4])
+        before = sc.snapshot(["p", "c"])
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        deletes = [s for s in log.statements("DELETE FROM") if "`p`" in s.split(" WHERE ")[0]]
+        self.assertTrue(any("`id` IN (" in s for s in deletes), deletes)  # the first batch, with the gap
+        self.assertTrue(any("`id` BETWEEN 12 AND 13 ORDER BY `id` LIMIT 2" in s for s in deletes), deletes)
+        self.assertEqual(sc.count("source", "p"), 3000 - 13)
+        self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), ids)
+        sc.assert_invariant(before, RELATIONS)
+
+
+if __name__ == "__main__":
+    unittest.main()
