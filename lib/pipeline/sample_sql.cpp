@@ -75,6 +75,11 @@ std::vector<std::string> Engine::sample_sql() const {
                                 "DELETE FROM {} WHERE {}",
                                 m.node.table, m_ctx.job.processing.delete_batch_size, m.source_name,
                                 key_list(m.key_cols)));
+      if (!m_ctx.gap_locks && m.key_idx.size() == 1 && m.integer[m.key_idx[0]]) {
+        out.push_back(fmt::format("-- or, when those keys are an unbroken run of whole numbers (one range that matches "
+                                  "exactly them)\nDELETE FROM {} WHERE {} BETWEEN ? AND ? ORDER BY {} LIMIT ?",
+                                  m.source_name, sql::ident(m.key_cols[0]), sql::ident(m.key_cols[0])));
+      }
     }
     if (m_ctx.mode == Mode::archive && !m_proof_db.empty()) {
       out.push_back(fmt::format("-- the commit proof, in the same transaction (goarchive(1), THE PIPELINE)\n"
