@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/source_worker.h"
+#include "util/fault.h"
 
 namespace goarchive::pipeline {
 
@@ -37,6 +38,7 @@ bool Loop::pipelined(unsigned& batch_no) {
       auto t0 = Clock::now();
       // The cursor follows the keyset, not the batch: roots it skips (open conflicts) are passed over too.
       std::vector<std::string> last = m_reader.read_next(*pb, cursor ? &*cursor : nullptr, false);
+      fault::point("after_read");
       pb->keyset_end = last.empty();
       if (!last.empty()) cursor = std::move(last);
       // The INSERTs, digests and key lists are built on the main thread, in prepare: the source worker carries

@@ -53,12 +53,14 @@ void Stages::replace_earlier_copies(Batch& batch) {
   m_ctx.registry.unmark(m_ctx.dst, m_ctx.job_id, marked);
 }
 
-void Stages::prepare(Batch& batch, std::vector<Batch*>& finished) {
+void Stages::prepare(Batch& batch, std::vector<Batch*>& finished,
+                     const std::function<bool(std::vector<Batch*>&)>& settle) {
   spdlog::info("batch {} start: {} root(s){}", batch.no, batch.roots.size(), batch.recovery ? " (recovery)" : "");
   m_ctx.stats.t_select += batch.t_read;
   if (batch.fate.size() != batch.roots.size()) batch.fate.assign(batch.roots.size(), RootFate::moved);
   m_ctx.hooks.progress(m_ctx.stats, "copying");
   auto t0 = std::chrono::steady_clock::now();
+  bool settled = !settle;
   while (true) {
     m_writer.prebuild(batch);
     batch.copied.assign(m_ctx.tables.size(), 0);
@@ -80,8 +82,21 @@ void Stages::prepare(Batch& batch, std::vector<Batch*>& finished) {
       tx.commit();
       break;
     } catch (const RowConflict& e) {
-      // The transaction rolled back whole, the claim with it; the batch goes again without that root.
+      // The transaction rolled back whole, the claim with it.
       if (!batch.recovery) batch.id = batch.version = 0;
+      // The row there may be the copy the batch before made, whose delete runs beside this copy: a child that
+      // moved from that batch's root to one of this batch's between their two reads. That batch's end decides its
+      // copy (removed with its root when the root stays), so wait for its delete, write its end in this
+      // transaction, and copy again; only a row still there after that is a conflict.
+      if (!settled) {
+        settled = true;
+        if (settle(finished)) {
+          spdlog::info("batch {}: {}; waiting for the delete of the batch before, whose end decides that copy",
+                       batch.no, e.what());
+          continue;
+        }
+      }
+      // The batch goes again without that root.
       park_conflict(batch, e);
     }
   }
@@ -121,8 +136,14 @@ void Stages::prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pe
                            const std::function<void()>& settle) {
   std::vector<Batch*> ps;
   for (auto& b : pending) ps.push_back(b.get());
+  auto under_way = [&](std::vector<Batch*>& finished) {
+    const size_t before = pending.size();
+    settle();
+    for (size_t i = before; i < pending.size(); ++i) finished.push_back(pending[i].get());
+    return pending.size() > before;
+  };
   try {
-    prepare(batch, ps);
+    prepare(batch, ps, under_way);
     pending.clear();
   } catch (...) {
     try {

@@ -27,11 +27,14 @@ public:
   void start();
   // The destination side of a batch in one transaction: the end of `finished` batches, this batch's claim,
   // its rows and their verification. One commit per batch on the destination.
-  void prepare(Batch& batch, std::vector<Batch*>& finished);
-  // prepare() with the end of `pending` folded in. When the batch fails, `settle` waits for what is still
-  // under way and the end of `pending` is recorded on its own before the failure goes on.
+  // `settle`, when given, waits for the batch whose delete is under way and adds it to `finished` (false: there
+  // was none); prepare calls it once before it takes a row already in the destination for a conflict.
+  void prepare(Batch& batch, std::vector<Batch*>& finished,
+               const std::function<bool(std::vector<Batch*>&)>& settle = {});
+  // prepare() with the end of `pending` folded in. `settle` waits for what is still under way (moving it into
+  // `pending`); when the batch fails, the end of `pending` is recorded on its own before the failure goes on.
   void prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pending, const std::function<void()>& settle);
-  // Digests and statements of a batch, built ahead of its copy (safe on the source worker: reads the batch only).
+  // Digests and statements of a batch, built ahead of its copy (reads the batch only).
   void prebuild(Batch& batch) const { m_writer.prebuild(batch); }
   // The source side of a batch (source connection only).
   void remove(Batch& batch) const { m_remover.remove(batch); }

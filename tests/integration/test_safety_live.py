@@ -303,6 +303,31 @@ class SafetyLiveTest(unittest.TestCase):
         self.assertEqual(sc.unfinished(), 0)
         return r, r2
 
+    def test_child_moved_to_the_next_batch_between_their_reads_is_no_conflict(self):
+        """A child moves from batch 1's root to batch 2's between the two reads: batch 1 copied the old version,
+        and batch 2's copy, beside batch 1's delete, finds that copy in the destination. It waits for batch 1's
+        delete and end (root 1 stays, its copy goes) and copies again: no conflict, exit 0."""
+        sc = Scenario(self, "movenext")
+        tree(sc)
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 1})
+        r = self.paused_write(sc, cfg, "after_read:1", lambda: app(sc, "UPDATE c SET p_id = 3 WHERE id = 1"))
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("(a conflict)", r.out + r.err)
+        self.assertIn("waiting for the delete of the batch before", r.out + r.err)
+        self.assertEqual(sc.count("destination", "p"), 2)
+        self.assertEqual(set(sc.rows("source", "p")), {(1,), (2,), (4,), (6,)})
+        self.assertEqual(sc.rows("destination", "c")[(1,)], (1, 3, "c1"))
+        self.assertNotIn((1,), sc.rows("source", "c"))
+        self.assert_nowhere_both(sc)
+        self.assertEqual(sc.unfinished(), 0)
+        now = sc.snapshot(TABLES)
+        archived = {t: sc.rows("destination", t) for t in TABLES}
+        sc.assert_invariant({t: {**now[t], **archived[t]} for t in TABLES}, RELATIONS)
+        r2 = sc.job("archive", cfg)
+        self.assertEqual(r2.rc, 0, r2)
+        self.assertEqual(set(sc.rows("source", "p")), {(2,), (4,), (6,)})
+        sc.assert_invariant({t: {**now[t], **archived[t]} for t in TABLES}, RELATIONS)
+
     def test_child_deleted_after_copy(self):
         sc = Scenario(self, "childdel")
         tree(sc)
