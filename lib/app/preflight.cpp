@@ -47,6 +47,7 @@ public:
       check_source_privileges();
     }
     check_connections(m_src, 3, "source");
+    check_source_binlog();
     check_copy_only_graph();
     // The destination's own checks mean nothing when it is the source's data: that is the one problem then.
     bool own_data = m_dst && check_not_source_data();
@@ -243,6 +244,22 @@ private:
           require_privileges(m_src, {"SELECT"}, fk.database, fk.table, "source");
         }
       }
+    }
+  }
+
+  // The delete runs at READ COMMITTED, which InnoDB logs only as rows: a source that logs statements
+  // (binlog_format = STATEMENT) refuses it (error 1665) after the batch was copied. Refused before anything moves.
+  void check_source_binlog() {
+    if (m_mode == pipeline::Mode::copy_only) return;
+    try {
+      db::RowSet r = m_src.query("SELECT @@GLOBAL.log_bin, @@SESSION.sql_log_bin, UPPER(@@SESSION.binlog_format)");
+      if (r.rows() && r.cell(0, 0) == "1" && r.cell(0, 1) == "1" && r.cell(0, 2) == "STATEMENT") {
+        fail("the source logs statements (binlog_format = STATEMENT): goarchive deletes at READ COMMITTED, which "
+             "InnoDB can only log as rows; set binlog_format = MIXED or ROW on the source (SET GLOBAL binlog_format "
+             "= 'ROW', then reconnect)");
+      }
+    } catch (const db::DbError& e) {
+      fail(fmt::format("cannot read log_bin and binlog_format on the source: {}", e.what()));
     }
   }
 

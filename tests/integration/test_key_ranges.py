@@ -102,6 +102,5 @@ class KeyRangeTest(unittest.TestCase):
         self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), ids)
         sc.assert_invariant(before, RELATIONS)
 
-
 if __name__ == "__main__":
     unittest.main()

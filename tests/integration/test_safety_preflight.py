@@ -162,6 +162,26 @@ class SafetyPreflightTest(unittest.TestCase):
                                     servers=[("replica", sc.src_db)])
         self.assertFalse(schema_exists("source", sc.job_schema))
 
+    def test_source_logging_statements_is_refused_before_anything_moves(self):
+        """binlog_format = STATEMENT cannot log a READ COMMITTED delete (error 1665 after the copy): refused, exit 1."""
+        sc = Scenario(self, "stmtlog")
+        pc(sc)
+        saved = gatest.sql("source", "SELECT @@GLOBAL.binlog_format")[0][0]
+        gatest.sql("source", "SET GLOBAL binlog_format = 'STATEMENT'")
+        self.addCleanup(gatest.sql, "source", f"SET GLOBAL binlog_format = '{saved}'")
+        cfg = sc.config({"j": {**PC_JOB, "where": "id <= 4"}})
+        for command in ("archive", "purge"):
+            r = sc.job(command, cfg)
+            self.assertEqual(r.rc, 1, r)
+            self.assertIn("the source logs statements (binlog_format = STATEMENT)", r.err)
+            self.assertIn("set binlog_format = MIXED or ROW", r.err)
+        self.assertEqual(sc.count("source", "p"), 10)
+        self.assertEqual(sc.count("destination", "p"), 0)
+        self.assertFalse(sc.job_schema_exists())
+        r = sc.job("copy-only", cfg)  # copy-only deletes nothing
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(sc.count("destination", "p"), 4)
+
     def test_archive_into_another_database_on_the_source_server(self):
         sc = Scenario(self, "otherdb")
         pc(sc)
