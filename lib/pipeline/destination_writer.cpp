@@ -308,14 +308,16 @@ std::vector<std::string> DestinationWriter::verify_lists(const Batch& batch, siz
   // A table with further parents (a diamond) has rows found through any of them: read back by primary key.
   if (!m_ctx.sha256() || m.node.parent < 0 || !m.node.also.empty() || m.collated_fk || tb.size() == 0 ||
       !fk_indexed(t)) {
-    // The usual AUTO_INCREMENT batch: one range instead of a list (the destination's columns are the source's).
-    if (m.key_idx.size() == 1 && tb.size() > 0) {
-      std::vector<std::string> keys;
-      keys.reserve(tb.size());
-      for (size_t r = 0; r < tb.size(); ++r) keys.push_back(tb.rows.cell(r, m.key_idx[0]));
-      if (auto range = run_range(m.key_cols[0], m.integer[m.key_idx[0]], keys)) return {*range};
+    // The usual AUTO_INCREMENT batch: ranges instead of lists (the destination's columns are the source's).
+    std::vector<size_t> rest;
+    std::vector<KeyRange> ranges = key_ranges(m, tb.rows, all_rows(tb), tb.size(), rest);
+    if (ranges.empty()) return tb.key_lists;
+    std::vector<std::string> out;
+    for (const auto& range : ranges) out.push_back(range.where);
+    if (!rest.empty()) {
+      for (auto& list : primary_key_lists(m, tb.rows, rest, statement_budget(m_ctx.dst))) out.push_back(std::move(list));
     }
-    return tb.key_lists;
+    return out;
   }
   const TableRows& parent = batch.tables[static_cast<size_t>(m.node.parent)];
   std::set<std::string> seen;

@@ -214,32 +214,30 @@ void Remover::delete_children_of(Batch& batch, int ni, std::vector<sql::KeyLiter
   rows.clear();
 }
 
-// Rows whose one-column integer keys are an unbroken run (the usual AUTO_INCREMENT batch) go by range: `id
-// BETWEEN lo AND hi ORDER BY id LIMIT n` matches exactly the locked keys (no other whole number lies between),
-// is one index range instead of n lookups, and stops at its n-th row, so it never reads, let alone locks or
-// waits for, the row after the range. Never at REPEATABLE READ (gap locks: the range would lock the gap before
-// its first row), never for a locked read (that read cannot know how many rows it will find).
-bool Remover::delete_run(Batch& batch, int ni, const TableRows& tb, const std::vector<size_t>& going) const {
+// Rows whose integer keys are an unbroken run (the usual AUTO_INCREMENT batch, also under a tenant id) go by
+// range: `id BETWEEN lo AND hi ORDER BY id LIMIT n` matches exactly the locked keys (no other whole number lies
+// between), is one index range instead of n lookups, and stops at its n-th row, so it never reads, let alone
+// locks or waits for, the row after the range. Never at REPEATABLE READ (gap locks: the range would lock the gap
+// before its first row), never for a locked read (that read cannot know how many rows it will find).
+std::vector<size_t> Remover::delete_runs(Batch& batch, int ni, const TableRows& tb,
+                                         const std::vector<size_t>& going) const {
   const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
-  if (m_ctx.gap_locks || m.key_idx.size() != 1 || !m.integer[m.key_idx[0]] || going.empty()) return false;
-  std::vector<std::string> values;
-  values.reserve(going.size());
-  for (size_t r : going) values.push_back(tb.rows.cell(r, m.key_idx[0]));
-  auto runs = sql::integer_runs(values, static_cast<size_t>(m_ctx.job.processing.delete_batch_size));
-  if (!runs) return false;
-  for (const auto& run : *runs) {
-    uint64_t n = m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE {} ORDER BY {} LIMIT {}", m.source_name,
-                                               sql::between(m.key_cols[0], run), sql::ident(m.key_cols[0]),
-                                               run.count));
-    if (n != run.count) {
-      throw Error(fmt::format("table {}: deleting keys {} to {} removed {} rows where {} were locked and compared; "
-                              "nothing of this batch was deleted (the transaction rolled back). The rerun retries "
-                              "the batch",
-                              m.node.table, run.lo, run.hi, n, run.count));
+  if (m_ctx.gap_locks || going.empty()) return going;
+  std::vector<size_t> rest;
+  auto ranges = key_ranges(m, tb.rows, going, static_cast<size_t>(m_ctx.job.processing.delete_batch_size), rest);
+  const std::string order = sql::ident_list(m.key_cols);
+  for (const auto& range : ranges) {
+    uint64_t n = m_ctx.src.execute(
+        fmt::format("DELETE FROM {} WHERE {} ORDER BY {} LIMIT {}", m.source_name, range.where, order, range.count));
+    if (n != range.count) {
+      throw Error(fmt::format("table {}: deleting {} keys from ({}) removed {} rows where {} were locked and "
+                              "compared; nothing of this batch was deleted (the transaction rolled back). The rerun "
+                              "retries the batch",
+                              m.node.table, range.count, range.first, n, range.count));
     }
     batch.deleted[static_cast<size_t>(ni)] += n;
   }
-  return true;
+  return rest;
 }
 
 void Remover::delete_rows(Batch& batch, const Batch& now) const {
@@ -255,9 +253,8 @@ void Remover::delete_rows(Batch& batch, const Batch& now) const {
       int owner = tb.root[r];
       if (!gone[r] && owner >= 0 && !batch.stays(static_cast<size_t>(owner))) going.push_back(r);
     }
-    if (delete_run(batch, ni, tb, going)) continue;
     std::vector<sql::KeyLiterals> keys;
-    for (size_t r : going) keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary));
+    for (size_t r : delete_runs(batch, ni, tb, going)) keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary));
     // By exact key only: no range locks, so the application's inserts are never blocked.
     for (const auto& list : key_lists(m.key_cols, keys, budget, "", per_statement)) {
       batch.deleted[static_cast<size_t>(ni)] +=

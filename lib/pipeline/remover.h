@@ -33,9 +33,9 @@ private:
   // key, locked) was not deleted by the interrupted transaction; nothing proves which version is current.
   void check_gone_roots(Batch& batch, const Batch& now) const;
   void delete_rows(Batch& batch, const Batch& now) const;
-  // Deletes rows `going` of table `ni` by key range when their integer keys are an unbroken run (true); else
-  // leaves them to the exact-key lists (false).
-  bool delete_run(Batch& batch, int ni, const TableRows& tb, const std::vector<size_t>& going) const;
+  // Deletes the rows of `going` (table `ni`) whose integer keys form unbroken runs, by key range; returns the
+  // others, for the exact-key lists.
+  std::vector<size_t> delete_runs(Batch& batch, int ni, const TableRows& tb, const std::vector<size_t>& going) const;
   // Deletes the children of table `ni` through their parents' keys where that is proved safe; marks them `gone`.
   void delete_through_parent(Batch& batch, const Batch& now, int ni, std::vector<bool>& gone) const;
   // One statement of delete_through_parent: the children of parent VALUES, which must be exactly the locked ROWS

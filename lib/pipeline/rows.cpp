@@ -1,6 +1,9 @@
 #include "pipeline/rows.h"
 
 #include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
 
 #include "plan/integer_run.h"
 #include "util/strings.h"
@@ -136,6 +139,49 @@ std::optional<std::string> run_range(const std::string& column, bool integer, co
   auto runs = sql::integer_runs(values, values.size());
   if (!runs || runs->size() != 1) return std::nullopt;
   return sql::between(column, runs->front(), alias);
+}
+
+std::vector<KeyRange> key_ranges(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
+                                 size_t max_count, std::vector<size_t>& rest) {
+  std::vector<KeyRange> out;
+  const bool all_integer =
+      !m.key_idx.empty() && std::all_of(m.key_idx.begin(), m.key_idx.end(), [&](size_t i) { return m.integer[i]; });
+  if (!all_integer) {
+    rest.insert(rest.end(), which.begin(), which.end());
+    return out;
+  }
+  const size_t last = m.key_idx.size() - 1;
+  // Keys grouped by every column but the last (integers compare exactly: `a = 1` matches only 1).
+  std::map<std::string, std::vector<size_t>> groups;
+  std::vector<size_t> prefix_idx(m.key_idx.begin(), m.key_idx.end() - 1);
+  for (size_t r : which) groups[encode_values(rows, r, prefix_idx)].push_back(r);
+  for (const auto& [prefix, members] : groups) {
+    std::vector<std::string> values;
+    values.reserve(members.size());
+    for (size_t r : members) values.push_back(rows.cell(r, m.key_idx[last]));
+    auto runs = sql::integer_runs(values, max_count);
+    if (!runs) {
+      rest.insert(rest.end(), members.begin(), members.end());
+      continue;
+    }
+    std::string head, named;
+    bool whole = true;
+    for (size_t k = 0; k < last && whole; ++k) {
+      auto v = sql::integer_runs({rows.cell(members.front(), m.key_idx[k])}, 1);  // canonical, and checked
+      whole = v.has_value();
+      if (!whole) break;
+      head += fmt::format("{} = {} AND ", sql::ident(m.key_cols[k]), v->front().lo);
+      named += v->front().lo + ", ";
+    }
+    if (!whole) {
+      rest.insert(rest.end(), members.begin(), members.end());
+      continue;
+    }
+    for (const auto& run : *runs) {
+      out.push_back(KeyRange{head + sql::between(m.key_cols[last], run), named + run.lo, run.count});
+    }
+  }
+  return out;
 }
 
 std::string name_key(const TableMeta& m, const std::vector<std::string>& key_values) {

@@ -41,6 +41,20 @@ std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet&
 std::optional<std::string> run_range(const std::string& column, bool integer, const std::vector<std::string>& values,
                                      const std::string& alias = "");
 
+// A primary-key condition that matches exactly `count` keys: `a = 1 AND id BETWEEN lo AND hi`.
+struct KeyRange {
+  std::string where;
+  std::string first;  // the least key, as a message names it
+  size_t count = 0;
+};
+// The primary keys of rows `which` of table `m` by range where that is exact: every key column is an integer
+// column, and the keys that share every column but the last have, in the last, an unbroken run (the usual
+// AUTO_INCREMENT batch, also under a tenant id). Runs are cut at `max_count` keys. The rows of the other keys go
+// to `rest`, for exact-key lists. For plain reads, verification and the delete of locked rows with LIMIT count
+// only: a locked read by range would also lock the row after it (remover.cpp: delete_runs).
+std::vector<KeyRange> key_ranges(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
+                                 size_t max_count, std::vector<size_t>& rest);
+
 // `salaries (emp_no, from_date) = (10103, '1986-06-26')`: how every message names a row.
 std::string name_row(const TableMeta& m, const db::RowSet& rows, size_t r);
 std::string name_key(const TableMeta& m, const std::vector<std::string>& key_values);

@@ -1,5 +1,7 @@
 // Engine::sample_sql: the statements a batch sends, built by the same functions the pipeline uses, with `?`
 // where a value goes, so that dry-run shows SQL that is valid apart from its placeholders and is what runs.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "pipeline/engine.h"
@@ -75,10 +77,13 @@ std::vector<std::string> Engine::sample_sql() const {
                                 "DELETE FROM {} WHERE {}",
                                 m.node.table, m_ctx.job.processing.delete_batch_size, m.source_name,
                                 key_list(m.key_cols)));
-      if (!m_ctx.gap_locks && m.key_idx.size() == 1 && m.integer[m.key_idx[0]]) {
+      const bool integer_key = std::all_of(m.key_idx.begin(), m.key_idx.end(), [&](size_t i) { return m.integer[i]; });
+      if (!m_ctx.gap_locks && integer_key) {
+        std::string where;
+        for (size_t k = 0; k + 1 < m.key_cols.size(); ++k) where += sql::ident(m.key_cols[k]) + " = ? AND ";
         out.push_back(fmt::format("-- or, when those keys are an unbroken run of whole numbers (one range that matches "
-                                  "exactly them)\nDELETE FROM {} WHERE {} BETWEEN ? AND ? ORDER BY {} LIMIT ?",
-                                  m.source_name, sql::ident(m.key_cols[0]), sql::ident(m.key_cols[0])));
+                                  "exactly them)\nDELETE FROM {} WHERE {}{} BETWEEN ? AND ? ORDER BY {} LIMIT ?",
+                                  m.source_name, where, sql::ident(m.key_cols.back()), sql::ident_list(m.key_cols)));
       }
     }
     if (m_ctx.mode == Mode::archive && !m_proof_db.empty()) {

@@ -101,6 +101,50 @@ class KeyRangeTest(unittest.TestCase):
         self.assertEqual(sc.count("source", "p"), 3000 - 13)
         self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), ids)
         sc.assert_invariant(before, RELATIONS)
+    def test_composite_integer_keys_go_by_range_per_leading_value(self):
+        sc = Scenario(self, "keytenant")
+        sc.both(f"CREATE TABLE t (tenant_id INT NOT NULL, id INT NOT NULL, v VARCHAR(20), "
+                f"PRIMARY KEY (tenant_id, id)) {INNODB}")
+        sc.src("INSERT INTO t SELECT 1 + s.seq DIV 1000, 1 + s.seq MOD 1000, 'x' FROM seq_0_to_2999 s")
+        sc.src("ANALYZE TABLE t")
+        before = sc.snapshot(["t"])
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": {"root_table": "t", "where": "id <= 10"}}, processing={"batch_size": 15})
+        # Row (1, 11) comes right after tenant 1's run: a delete that read past its range would wait for it.
+        ready = threading.Event()
+
+        def hold():
+            conn = gatest.connect("source", sc.src_db)
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                    cur.execute("BEGIN")
+                    cur.execute("SELECT * FROM t WHERE tenant_id = 1 AND id = 11 FOR UPDATE")
+                    ready.set()
+                    time.sleep(15)
+                    cur.execute("ROLLBACK")
+            finally:
+                conn.close()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        self.assertTrue(ready.wait(10))
+        t0 = time.monotonic()
+        r = sc.job("archive", cfg)
+        took = time.monotonic() - t0
+        holder.join()
+        self.assertEqual(r.rc, 0, r)
+        self.assertLess(took, 10, f"the run took {took:.1f}s: it waited for the application's lock on (1, 11)")
+        deletes = log.statements("DELETE FROM `" + sc.src_db + "`.`t`")
+        for want in ("`tenant_id` = 1 AND `id` BETWEEN 1 AND 10 ORDER BY `tenant_id`, `id` LIMIT 10",
+                     "`tenant_id` = 2 AND `id` BETWEEN 1 AND 5 ORDER BY `tenant_id`, `id` LIMIT 5",
+                     "`tenant_id` = 2 AND `id` BETWEEN 6 AND 10 ORDER BY `tenant_id`, `id` LIMIT 5",
+                     "`tenant_id` = 3 AND `id` BETWEEN 1 AND 10 ORDER BY `tenant_id`, `id` LIMIT 10"):
+            self.assertTrue(any(want in s for s in deletes), f"{want} not in {deletes}")
+        self.assertEqual(sc.count("destination", "t"), 30)
+        self.assertEqual(sc.count("source", "t"), 2970)
+        sc.assert_invariant(before)
+
 
 if __name__ == "__main__":
     unittest.main()
