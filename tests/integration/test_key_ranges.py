@@ -36,8 +36,9 @@ def schema(sc, rows, archived, missing=()):
 
 
 class KeyRangeTest(unittest.TestCase):
-    def hold_row(self, sc, key, seconds):
-        """An application transaction that locks p row KEY for SECONDS; returns its thread."""
+    def hold_rows(self, sc, statements, seconds):
+        """An application transaction that locks rows with STATEMENTS (SELECT .. FOR UPDATE) for SECONDS; returns
+        its thread."""
         ready = threading.Event()
 
         def hold():
@@ -46,8 +47,8 @@ class KeyRangeTest(unittest.TestCase):
                 with conn.cursor() as cur:
                     cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
                     cur.execute("BEGIN")
-                    cur.execute("SELECT * FROM p WHERE id = %s FOR UPDATE", (key,))
-                    cur.execute("SELECT * FROM c WHERE p_id = %s FOR UPDATE", (key,))
+                    for stmt in statements:
+                        cur.execute(stmt)
                     ready.set()
                     time.sleep(seconds)
                     cur.execute("ROLLBACK")
@@ -67,7 +68,8 @@ class KeyRangeTest(unittest.TestCase):
         cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
         # Rows 21 (the first kept root, right after the last batch) and its children stay locked for 15 s, longer
         # than the run may take; a delete that read past its range would wait for them.
-        holder = self.hold_row(sc, 21, 15)
+        holder = self.hold_rows(sc, ["SELECT * FROM p WHERE id = 21 FOR UPDATE",
+                                       "SELECT * FROM c WHERE p_id = 21 FOR UPDATE"], 15)
         t0 = time.monotonic()
         r = sc.job("archive", cfg)
         took = time.monotonic() - t0
@@ -111,24 +113,7 @@ class KeyRangeTest(unittest.TestCase):
         log = GeneralLog(self, "source")
         cfg = sc.config({"j": {"root_table": "t", "where": "id <= 10"}}, processing={"batch_size": 15})
         # Row (1, 11) comes right after tenant 1's run: a delete that read past its range would wait for it.
-        ready = threading.Event()
-
-        def hold():
-            conn = gatest.connect("source", sc.src_db)
-            try:
-                with conn.cursor() as cur:
-                    cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                    cur.execute("BEGIN")
-                    cur.execute("SELECT * FROM t WHERE tenant_id = 1 AND id = 11 FOR UPDATE")
-                    ready.set()
-                    time.sleep(15)
-                    cur.execute("ROLLBACK")
-            finally:
-                conn.close()
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        self.assertTrue(ready.wait(10))
+        holder = self.hold_rows(sc, ["SELECT * FROM t WHERE tenant_id = 1 AND id = 11 FOR UPDATE"], 15)
         t0 = time.monotonic()
         r = sc.job("archive", cfg)
         took = time.monotonic() - t0
