@@ -27,8 +27,8 @@ struct TableRows {
   std::vector<std::string> key;       // per row: encoded primary key
   std::vector<std::string> digest;    // per row: SHA-256 of the row serialisation (sha256 mode)
   std::map<std::string, size_t> by_key;
-  // Built ahead (on the source worker, beside the previous batch's copy): the INSERTs and the primary-key
-  // lists the copy and the verification send.
+  // Built ahead (prebuild, on the main thread before the copy transaction): the INSERTs, and the primary-key
+  // conditions the verification sends (ranges where exact, else exact-key lists).
   std::vector<Statement> inserts;
   std::vector<std::string> key_lists;
 

@@ -43,6 +43,17 @@ void append_load_field(std::string& out, const db::RowSet& rows, size_t r, size_
 // The server refuses LOAD DATA LOCAL (local_infile = OFF, or the client capability is off).
 bool load_refused(const db::DbError& e) { return e.code() == 1148 || e.code() == 4166 || e.code() == 2068; }
 
+// The primary keys of rows `which` as WHERE conditions: the usual AUTO_INCREMENT batch as ranges, the other keys
+// as exact-key lists (the destination's key columns are the source's).
+std::vector<std::string> primary_key_where(const TableMeta& m, const TableRows& tb, const std::vector<size_t>& which,
+                                           size_t budget) {
+  std::vector<size_t> rest;
+  std::vector<std::string> out;
+  for (auto& range : key_ranges(m, tb.rows, which, which.size(), rest)) out.push_back(std::move(range.where));
+  for (auto& list : primary_key_lists(m, tb.rows, rest, budget)) out.push_back(std::move(list));
+  return out;
+}
+
 }  // namespace
 
 void DestinationWriter::prebuild(Batch& batch) const {
@@ -57,7 +68,7 @@ void DestinationWriter::prebuild(Batch& batch) const {
     }
     std::vector<size_t> rows = all_rows(tb);
     if (m_ctx.copies()) tb.inserts = m_load ? build_loads(batch, t) : build_inserts(batch, t, rows);
-    tb.key_lists = primary_key_lists(m_ctx.tables[t], tb.rows, rows, budget);
+    tb.key_lists = primary_key_where(m_ctx.tables[t], tb, rows, budget);
   }
   batch.prebuilt = true;
 }
@@ -308,16 +319,7 @@ std::vector<std::string> DestinationWriter::verify_lists(const Batch& batch, siz
   // A table with further parents (a diamond) has rows found through any of them: read back by primary key.
   if (!m_ctx.sha256() || m.node.parent < 0 || !m.node.also.empty() || m.collated_fk || tb.size() == 0 ||
       !fk_indexed(t)) {
-    // The usual AUTO_INCREMENT batch: ranges instead of lists (the destination's columns are the source's).
-    std::vector<size_t> rest;
-    std::vector<KeyRange> ranges = key_ranges(m, tb.rows, all_rows(tb), tb.size(), rest);
-    if (ranges.empty()) return tb.key_lists;
-    std::vector<std::string> out;
-    for (const auto& range : ranges) out.push_back(range.where);
-    if (!rest.empty()) {
-      for (auto& list : primary_key_lists(m, tb.rows, rest, statement_budget(m_ctx.dst))) out.push_back(std::move(list));
-    }
-    return out;
+    return tb.key_lists;  // by primary key, ranges where exact (prebuild)
   }
   const TableRows& parent = batch.tables[static_cast<size_t>(m.node.parent)];
   std::set<std::string> seen;

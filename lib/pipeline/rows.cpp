@@ -133,44 +133,35 @@ std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet&
   return key_lists(m.key_cols, keys, max_bytes);
 }
 
-std::optional<std::string> run_range(const std::string& column, bool integer, const std::vector<std::string>& values,
-                                     const std::string& alias) {
-  if (!integer) return std::nullopt;
-  auto runs = sql::integer_runs(values, values.size());
-  if (!runs || runs->size() != 1) return std::nullopt;
-  return sql::between(column, runs->front(), alias);
-}
-
-std::vector<KeyRange> key_ranges(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
-                                 size_t max_count, std::vector<size_t>& rest) {
+std::vector<KeyRange> integer_key_ranges(const std::vector<std::string>& cols, const std::vector<size_t>& which,
+                                         const KeyCell& cell, size_t max_count, std::vector<size_t>& rest,
+                                         const std::string& alias) {
   std::vector<KeyRange> out;
-  const bool all_integer =
-      !m.key_idx.empty() && std::all_of(m.key_idx.begin(), m.key_idx.end(), [&](size_t i) { return m.integer[i]; });
-  if (!all_integer) {
+  if (cols.empty()) {
     rest.insert(rest.end(), which.begin(), which.end());
     return out;
   }
-  const size_t last = m.key_idx.size() - 1;
+  const size_t last = cols.size() - 1;
   // Keys grouped by every column but the last (integers compare exactly: `a = 1` matches only 1).
   std::map<std::string, std::vector<size_t>> groups;
-  std::vector<size_t> prefix_idx(m.key_idx.begin(), m.key_idx.end() - 1);
-  for (size_t r : which) groups[encode_values(rows, r, prefix_idx)].push_back(r);
+  for (size_t i : which) {
+    std::vector<std::string> prefix;
+    for (size_t k = 0; k < last; ++k) prefix.push_back(cell(i, k));
+    groups[encode_values(prefix)].push_back(i);
+  }
+  const std::string dot = alias.empty() ? "" : alias + ".";
   for (const auto& [prefix, members] : groups) {
     std::vector<std::string> values;
     values.reserve(members.size());
-    for (size_t r : members) values.push_back(rows.cell(r, m.key_idx[last]));
+    for (size_t i : members) values.push_back(cell(i, last));
     auto runs = sql::integer_runs(values, max_count);
-    if (!runs) {
-      rest.insert(rest.end(), members.begin(), members.end());
-      continue;
-    }
     std::string head, named;
-    bool whole = true;
+    bool whole = runs.has_value();
     for (size_t k = 0; k < last && whole; ++k) {
-      auto v = sql::integer_runs({rows.cell(members.front(), m.key_idx[k])}, 1);  // canonical, and checked
+      auto v = sql::integer_runs({cell(members.front(), k)}, 1);  // canonical, and checked
       whole = v.has_value();
       if (!whole) break;
-      head += fmt::format("{} = {} AND ", sql::ident(m.key_cols[k]), v->front().lo);
+      head += fmt::format("{}{} = {} AND ", dot, sql::ident(cols[k]), v->front().lo);
       named += v->front().lo + ", ";
     }
     if (!whole) {
@@ -178,10 +169,52 @@ std::vector<KeyRange> key_ranges(const TableMeta& m, const db::RowSet& rows, con
       continue;
     }
     for (const auto& run : *runs) {
-      out.push_back(KeyRange{head + sql::between(m.key_cols[last], run), named + run.lo, run.count});
+      out.push_back(KeyRange{head + sql::between(cols[last], run, alias), named + run.lo, run.count});
     }
   }
   return out;
+}
+
+namespace {
+
+bool all_integer(const TableMeta& m) {
+  return !m.key_idx.empty() && std::all_of(m.key_idx.begin(), m.key_idx.end(), [&](size_t i) { return m.integer[i]; });
+}
+
+}  // namespace
+
+std::vector<KeyRange> key_ranges(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
+                                 size_t max_count, std::vector<size_t>& rest) {
+  if (!all_integer(m)) {
+    rest.insert(rest.end(), which.begin(), which.end());
+    return {};
+  }
+  return integer_key_ranges(
+      m.key_cols, which, [&](size_t r, size_t k) -> const std::string& { return rows.cell(r, m.key_idx[k]); },
+      max_count, rest);
+}
+
+std::vector<KeyRange> key_ranges(const TableMeta& m, const std::vector<std::vector<std::string>>& keys,
+                                 size_t max_count, std::vector<size_t>& rest) {
+  std::vector<size_t> which(keys.size());
+  for (size_t i = 0; i < which.size(); ++i) which[i] = i;
+  if (!all_integer(m)) {
+    rest = std::move(which);
+    return {};
+  }
+  return integer_key_ranges(
+      m.key_cols, which, [&](size_t i, size_t k) -> const std::string& { return keys[i][k]; }, max_count, rest);
+}
+
+std::optional<std::string> run_range(const std::string& column, bool integer, const std::vector<std::string>& values,
+                                     const std::string& alias) {
+  if (!integer || values.empty()) return std::nullopt;
+  std::vector<size_t> which(values.size()), rest;
+  for (size_t i = 0; i < which.size(); ++i) which[i] = i;
+  auto ranges = integer_key_ranges(
+      {column}, which, [&](size_t i, size_t) -> const std::string& { return values[i]; }, values.size(), rest, alias);
+  if (ranges.size() != 1 || !rest.empty()) return std::nullopt;
+  return ranges.front().where;
 }
 
 std::string name_key(const TableMeta& m, const std::vector<std::string>& key_values) {

@@ -1,6 +1,7 @@
 #pragma once
 // Rows as bytes: the row serialisation behind sha256 verification (goarchive(1)), encoded keys, byte-equality,
 // key literals and chunked key lists for SQL, and how a row is named in a message. Pure functions, no I/O.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,25 +36,33 @@ std::vector<std::string> key_lists(const std::vector<std::string>& columns, cons
 std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
                                            size_t max_bytes);
 
-// `column BETWEEN lo AND hi` when the column is an integer column (`integer`) and `values`, its distinct texts,
-// are an unbroken run: one index range that matches exactly those values. Nothing otherwise. For plain reads
-// and verification only: a locked read by range would also lock the row after it (remover.cpp: delete_run).
-std::optional<std::string> run_range(const std::string& column, bool integer, const std::vector<std::string>& values,
-                                     const std::string& alias = "");
-
 // A primary-key condition that matches exactly `count` keys: `a = 1 AND id BETWEEN lo AND hi`.
 struct KeyRange {
   std::string where;
   std::string first;  // the least key, as a message names it
   size_t count = 0;
 };
-// The primary keys of rows `which` of table `m` by range where that is exact: every key column is an integer
-// column, and the keys that share every column but the last have, in the last, an unbroken run (the usual
-// AUTO_INCREMENT batch, also under a tenant id). Runs are cut at `max_count` keys. The rows of the other keys go
-// to `rest`, for exact-key lists. For plain reads, verification and the delete of locked rows with LIMIT count
-// only: a locked read by range would also lock the row after it (remover.cpp: delete_runs).
+// Value k (of the key columns) of key i, as text.
+using KeyCell = std::function<const std::string&(size_t i, size_t k)>;
+// Keys `which` over integer columns `cols` by range where that is exact: the keys that share every column but
+// the last have, in the last, an unbroken run (the usual AUTO_INCREMENT batch, also under a tenant id). Runs are
+// cut at `max_count` keys; the other keys go to `rest`, for exact-key lists. The caller checks that every column
+// is an integer column. A range matches exactly its keys; where it may be used under a lock: remover.cpp.
+std::vector<KeyRange> integer_key_ranges(const std::vector<std::string>& cols, const std::vector<size_t>& which,
+                                         const KeyCell& cell, size_t max_count, std::vector<size_t>& rest,
+                                         const std::string& alias = "");
+// The primary keys of rows `which` of table `m` by range (integer_key_ranges; every key column must be an integer
+// column, or every row goes to `rest`).
 std::vector<KeyRange> key_ranges(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
                                  size_t max_count, std::vector<size_t>& rest);
+// The same for key values as a batch holds its roots' keys.
+std::vector<KeyRange> key_ranges(const TableMeta& m, const std::vector<std::vector<std::string>>& keys,
+                                 size_t max_count, std::vector<size_t>& rest);
+// `column BETWEEN lo AND hi` when the column is an integer column (`integer`) and `values`, its distinct texts,
+// are one unbroken run. Nothing otherwise. For plain reads and verification only: a locked read of a range of
+// unknown size would also lock the index entry after it.
+std::optional<std::string> run_range(const std::string& column, bool integer, const std::vector<std::string>& values,
+                                     const std::string& alias = "");
 
 // `salaries (emp_no, from_date) = (10103, '1986-06-26')`: how every message names a row.
 std::string name_row(const TableMeta& m, const db::RowSet& rows, size_t r);

@@ -27,18 +27,35 @@ void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read 
   tb = TableRows{};
   tb.rows.set_columns(root.columns);
   std::map<std::string, int> owner;
-  std::vector<sql::KeyLiterals> keys;
-  for (size_t i = 0; i < batch.root_keys.size(); ++i) {
-    owner[encode_values(batch.root_keys[i])] = static_cast<int>(i);
-    keys.push_back(literals(batch.root_keys[i], root.key_binary));
-  }
-  const std::string& name = side == Side::source ? root.source_name : root.destination_name;
+  for (size_t i = 0; i < batch.root_keys.size(); ++i) owner[encode_values(batch.root_keys[i])] = static_cast<int>(i);
+  const bool source = side == Side::source;
+  const std::string& name = source ? root.source_name : root.destination_name;
   std::string columns = root.select_list;
   if (matches) columns += fmt::format(", (({}) IS TRUE)", m_ctx.job.where);
   const size_t ncols = root.columns.size();
-  for (const auto& list : key_lists(root.key_cols, keys, statement_budget(conn))) {
-    conn.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", columns, name, list,
-                            read == Read::locked ? " FOR UPDATE" : ""),
+  // By primary key even on a small table, where the optimizer would rather scan: a locked scan waits for every
+  // row the application holds, not only the batch's.
+  const bool locked = read == Read::locked;
+  const std::string from = name + (locked && source && root.key_cols == root.source.primary_key ? " FORCE INDEX (PRIMARY)" : "");
+  // An unbroken run of integer keys is one range, `ORDER BY key LIMIT n`: it matches exactly the batch's keys
+  // and, locked, stops at its n-th row, so it locks no row but theirs while they are all there. (A root the
+  // application deleted meanwhile makes it read on to the row after the range: at worst a wait for that row.)
+  // Never locked at REPEATABLE READ, where a range would also lock the gaps.
+  std::vector<std::string> lists;
+  std::vector<size_t> rest;
+  if (!locked || !m_ctx.gap_locks) {
+    const std::string order = sql::ident_list(root.key_cols);
+    for (const auto& range : key_ranges(root, batch.root_keys, batch.root_keys.size(), rest)) {
+      lists.push_back(fmt::format("{} ORDER BY {} LIMIT {}", range.where, order, range.count));
+    }
+  } else {
+    for (size_t i = 0; i < batch.root_keys.size(); ++i) rest.push_back(i);
+  }
+  std::vector<sql::KeyLiterals> keys;
+  for (size_t i : rest) keys.push_back(literals(batch.root_keys[i], root.key_binary));
+  for (auto& list : key_lists(root.key_cols, keys, statement_budget(conn))) lists.push_back(std::move(list));
+  for (const auto& list : lists) {
+    conn.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", columns, from, list, locked ? " FOR UPDATE" : ""),
                 [&](const char* const* cells, const unsigned long* lengths, size_t) {
                   for (size_t c = 0; c < ncols; ++c) tb.rows.push(cells[c], cells[c] ? lengths[c] : 0);
                   if (matches) matches->push_back(cells[ncols] && cells[ncols][0] == '1');

@@ -88,3 +88,27 @@ TEST_CASE("key_ranges: only the rows asked for, and a repeat breaks the run") {
   CHECK(key_ranges(m, r, {0, 1, 2, 3}, 1000, rest2).empty());
   CHECK(rest2.size() == 4);
 }
+
+TEST_CASE("key_ranges: a batch's root keys, grouped like rows, and a key that is not a whole number stays exact") {
+  TableMeta m = meta({"tenant_id", "id", "v"}, {true, true, false}, {0, 1});
+  std::vector<std::vector<std::string>> keys{{"2", "5"}, {"1", "1"}, {"2", "4"}, {"1", "2"}, {"3", "x"}};
+  std::vector<size_t> rest;
+  auto ranges = key_ranges(m, keys, 1000, rest);
+  REQUIRE(ranges.size() == 2);
+  CHECK(ranges[0].where == "`tenant_id` = 1 AND `id` BETWEEN 1 AND 2");
+  CHECK(ranges[0].count == 2);
+  CHECK(ranges[1].where == "`tenant_id` = 2 AND `id` BETWEEN 4 AND 5");
+  CHECK(rest == std::vector<size_t>{4});
+  TableMeta s = meta({"code"}, {false}, {0});
+  std::vector<size_t> rest2;
+  CHECK(key_ranges(s, std::vector<std::vector<std::string>>{{"1"}, {"2"}}, 1000, rest2).empty());
+  CHECK(rest2 == std::vector<size_t>{0, 1});
+}
+
+TEST_CASE("run_range: one run of one column, with its alias, or nothing") {
+  using goarchive::pipeline::run_range;
+  CHECK(run_range("p_id", true, {"7", "5", "6"}, "c") == std::optional<std::string>("c.`p_id` BETWEEN 5 AND 7"));
+  CHECK(run_range("p_id", true, {"5", "7"}) == std::nullopt);   // a gap
+  CHECK(run_range("p_id", false, {"5", "6"}) == std::nullopt);  // not an integer column
+  CHECK(run_range("p_id", true, {}) == std::nullopt);
+}
