@@ -50,8 +50,7 @@ void Recovery::review_conflicts(const TreeReader& tree) {
       continue;
     }
     m_ctx.skip_roots.insert(source.roots[i].hash);
-    ++m_ctx.stats.roots_conflict;
-    if (m_ctx.stats.conflicts.size() < 20) m_ctx.stats.conflicts.push_back(name_key(m_ctx.root(), source.root_keys[i]));
+    m_ctx.stats.add_conflict(name_key(m_ctx.root(), source.root_keys[i]));
   }
   if (!resolved.empty()) {
     m_ctx.registry.resolve_conflicts(m_ctx.dst, m_ctx.job_id, resolved);

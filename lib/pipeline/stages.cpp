@@ -125,8 +125,7 @@ void Stages::park_conflict(Batch& batch, const RowConflict& e) {
     m_ctx.hooks.before_commit();
     tx.commit();
   }
-  ++m_ctx.stats.roots_conflict;
-  if (m_ctx.stats.conflicts.size() < 20) m_ctx.stats.conflicts.push_back(name);
+  m_ctx.stats.add_conflict(name);
   m_ctx.skip_roots.insert(batch.roots[r].hash);
   batch.remove_root(r);
   batch.prebuilt = false;
@@ -198,7 +197,6 @@ void Stages::finish_all(std::vector<std::unique_ptr<Batch>>& batches) {
 void Stages::account(Batch& batch) {
   size_t changed = batch.count(RootFate::changed);
   size_t withdrawn = batch.count(RootFate::withdrawn);
-  size_t conflicts = batch.count(RootFate::conflict);
   for (size_t t = 0; t < batch.deleted.size(); ++t) m_ctx.stats.tables[t].deleted += batch.deleted[t];
   m_ctx.stats.t_delete += batch.t_delete;
   if (changed) {
@@ -218,11 +216,10 @@ void Stages::account(Batch& batch) {
     spdlog::error("batch {}: root {} differs between the source and its archived copy after a crash at the delete's "
                   "commit; both versions are kept (a conflict)",
                   batch.no, name);
-    if (m_ctx.stats.conflicts.size() < 20) m_ctx.stats.conflicts.push_back(name);
+    m_ctx.stats.add_conflict(name);
     // No later batch of this run may take it (conflicts arise in recovery, before the source worker starts).
     m_ctx.skip_roots.insert(batch.roots[static_cast<size_t>(r)].hash);
   }
-  m_ctx.stats.roots_conflict += conflicts;
   m_ctx.stats.roots_blocked += batch.count(RootFate::blocked);
   for (const auto& why : batch.blocked) {
     spdlog::warn("batch {}: root left in the source (blocked): {}", batch.no, why);

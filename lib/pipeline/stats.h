@@ -1,5 +1,6 @@
 #pragma once
 // The counters of a run: per table and per run, filled by the pipeline and read by the report. Plain data.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ struct Stats {
   std::vector<std::string> blocked;  // why, a line per root (the first 20)
   double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0;
   double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
+
+  // Counts a root in conflict, named by its key, once however often the run meets it; the first 20 are named.
+  void add_conflict(const std::string& name) {
+    if (std::find(conflicts.begin(), conflicts.end(), name) != conflicts.end()) return;
+    ++roots_conflict;
+    if (conflicts.size() < 20) conflicts.push_back(name);
+  }
 };
 
 }  // namespace goarchive::pipeline
