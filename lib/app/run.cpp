@@ -217,62 +217,28 @@ private:
     if (m_mode != pipeline::Mode::copy_only && m_cfg.throttle.enabled()) add_throttle();
   }
 
-  // The definition of every table of the job, on one server: name, type, nullability, collation and generation
-  // of each column, in order. Compared at every batch boundary: a column added, dropped or retyped mid-run
-  // stops the run cleanly before a batch could copy rows without it.
-  static std::map<std::string, std::string> definitions(db::Connection& conn, const std::string& database,
-                                                       const std::vector<pipeline::TableMeta>& tables) {
-    std::string names;
-    for (const auto& t : tables) {
-      if (!names.empty()) names += ',';
-      names += sql::quote(t.node.table);
-    }
-    db::RowSet r = conn.query(fmt::format(
-        "SELECT TABLE_NAME, GROUP_CONCAT(CONCAT_WS(' ', COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, "
-        "IFNULL(COLLATION_NAME, ''), IFNULL(GENERATION_EXPRESSION, '')) ORDER BY ORDINAL_POSITION SEPARATOR '|') "
-        "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME IN ({}) GROUP BY TABLE_NAME",
-        sql::quote(database), names));
-    std::map<std::string, std::string> out;
-    for (size_t i = 0; i < r.rows(); ++i) out[r.cell(i, 0)] = r.cell(i, 1);
-    return out;
-  }
-
+  // The definition of every table of the job (pipeline/definitions.h), compared at every batch boundary: a column
+  // added, dropped or retyped mid-run stops the run cleanly before a batch could copy rows without it. A mode
+  // that deletes checks the source inside each delete transaction instead, under the metadata locks of its locked
+  // reads, so that no batch is ever deleted after a change; the boundary then stops on what that check found.
   void add_drift_check() {
-    auto src_then = std::make_shared<std::map<std::string, std::string>>(
-        definitions(*m_src_checks, m_cfg.source.database, m_tables));
-    auto dst_then = std::make_shared<std::map<std::string, std::string>>(
-        m_mode == pipeline::Mode::purge ? std::map<std::string, std::string>{}
-                                        : definitions(*m_dst, m_cfg.destination.database, m_tables));
-    m_control->set_drift_check([this, src_then, dst_then]() -> std::optional<std::string> {
-      auto changed = [&](const std::map<std::string, std::string>& then, const std::map<std::string, std::string>& now,
-                         const char* side, const std::string& db) -> std::optional<std::string> {
-        for (const auto& [table, def] : then) {
-          auto it = now.find(table);
-          if (it == now.end() || it->second != def) {
-            return fmt::format("the definition of {} table {}.{} changed during the run (a column added, dropped or "
-                               "retyped); the run stopped cleanly at a batch boundary. Make the source and "
-                               "destination tables match again (validate checks them), then rerun the job",
-                               side, db, table);
-          }
-        }
-        return std::nullopt;
-      };
-      // Both servers side by side: the source on the checks session, the destination on the data session, which
-      // is the main thread's own between batches.
-      auto src_now = std::async(std::launch::async,
-                                [this] { return definitions(*m_src_checks, m_cfg.source.database, m_tables); });
-      std::map<std::string, std::string> dst_now;
-      std::exception_ptr dst_failed;
-      try {
-        if (!dst_then->empty()) dst_now = definitions(*m_dst, m_cfg.destination.database, m_tables);
-      } catch (...) {
-        dst_failed = std::current_exception();
+    m_definitions = std::make_shared<pipeline::DefinitionGuard>(
+        m_cfg.source.database, pipeline::read_definitions(*m_src_checks, m_cfg.source.database, m_tables));
+    auto dst_then = std::make_shared<pipeline::Definitions>(
+        m_mode == pipeline::Mode::purge ? pipeline::Definitions{}
+                                        : pipeline::read_definitions(*m_dst, m_cfg.destination.database, m_tables));
+    const bool deletes = m_mode != pipeline::Mode::copy_only;
+    m_control->set_drift_check([this, dst_then, deletes]() -> std::optional<std::string> {
+      if (deletes) {
+        if (auto why = m_definitions->found()) return why;
+      } else if (auto why = m_definitions->check(*m_src_checks, m_tables)) {
+        return why;
       }
-      auto src_defs = src_now.get();  // rethrows the source's error, if any
-      if (dst_failed) std::rethrow_exception(dst_failed);
-      if (auto why = changed(*src_then, src_defs, "source", m_cfg.source.database)) return why;
       if (dst_then->empty()) return std::nullopt;
-      return changed(*dst_then, dst_now, "destination", m_cfg.destination.database);
+      // The destination on the data session, which is the main thread's own between batches.
+      return pipeline::definition_change(
+          *dst_then, pipeline::read_definitions(*m_dst, m_cfg.destination.database, m_tables), "destination",
+          m_cfg.destination.database);
     });
   }
 
@@ -318,6 +284,7 @@ private:
                               root_scope(m_cfg, m_job), hooks());
       engine.set_marks_connection(*m_marks);
       engine.use_commit_proofs(m_cfg.source.database);
+      if (m_mode != pipeline::Mode::copy_only) engine.guard_definitions(*m_definitions);
       if (retries > 0) engine.carry_over(m_stats);  // a retry continues the run's counts
       try {
         bool completed = engine.run();
@@ -478,6 +445,7 @@ private:
   tracking::Registry m_registry;
   Clock::time_point m_started = Clock::now();
   std::unique_ptr<db::Connection> m_src, m_dst, m_marks, m_src_checks;
+  std::shared_ptr<pipeline::DefinitionGuard> m_definitions;  // the source's definitions at the start
   std::vector<pipeline::TableMeta> m_tables;
   std::unique_ptr<locks::LockSession> m_dest_lock, m_src_lock;
   std::vector<locks::NamedLock> m_table_locks;

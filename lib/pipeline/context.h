@@ -19,6 +19,7 @@ namespace goarchive::pipeline {
 enum class Mode { archive, copy_only, purge };
 
 class CommitProof;
+class DefinitionGuard;
 
 // What the pipeline asks its owner at every batch boundary and before every commit.
 struct Hooks {
@@ -46,6 +47,9 @@ struct Context {
   db::Connection* marks = nullptr;
   // The proof that a delete committed (commit_proof.h); owned by the Engine, never null while it runs.
   CommitProof* proof = nullptr;
+  // The source tables' definitions at the run's start, checked by every delete transaction (definitions.h);
+  // null: not checked (copy-only, dry-run).
+  DefinitionGuard* definitions = nullptr;
   // Some relation has no foreign key in the database: the delete's locked reads take gap locks.
   bool gap_locks = false;
   // Hashes of roots no batch may take (open conflicts). Written on the main thread, read by the source worker.

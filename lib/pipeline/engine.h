@@ -11,6 +11,7 @@
 #include "pipeline/commit_proof.h"
 #include "pipeline/context.h"
 #include "pipeline/copy_sweep.h"
+#include "pipeline/definitions.h"
 #include "pipeline/destination_writer.h"
 #include "pipeline/loop.h"
 #include "pipeline/recovery.h"
@@ -39,6 +40,8 @@ public:
   void set_marks_connection(db::Connection& conn) { m_ctx.marks = &conn; }
   // archive: the source database whose goarchive_commits table proves each delete's commit (commit_proof.h).
   void use_commit_proofs(std::string source_db) { m_proof_db = std::move(source_db); }
+  // The source definitions every source delete transaction checks (definitions.h); it outlives the engine.
+  void guard_definitions(DefinitionGuard& guard) { m_ctx.definitions = &guard; }
   // Continues counting from an earlier engine of the same run (after a retry).
   void carry_over(const Stats& stats) { m_ctx.stats = stats; }
 

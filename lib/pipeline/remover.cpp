@@ -4,8 +4,10 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "pipeline/commit_proof.h"
+#include "pipeline/definitions.h"
 #include "pipeline/holds.h"
 #include "pipeline/rows.h"
 #include "plan/integer_run.h"
@@ -32,9 +34,13 @@ void Remover::remove(Batch& batch) const {
   m_tree.read_roots(m_ctx.src, Side::source, now, Read::locked, &matches);
   m_tree.read_children(m_ctx.src, Side::source, now, Read::locked);
   fault::point("after_locked_read");
-  if (batch.unproven) check_gone_roots(batch, now);
-  judge(batch, now, matches);
-  delete_rows(batch, now);
+  if (!definitions_unchanged(batch)) {
+    // Nothing deleted; every root stays in the source, and the end of the batch removes its copy.
+  } else {
+    if (batch.unproven) check_gone_roots(batch, now);
+    judge(batch, now, matches);
+    delete_rows(batch, now);
+  }
   // The commit proof rides in this transaction; a decision made on an unproven copy carries none, so that its
   // recovery compares versions again.
   batch.proof = batch.unproven || batch.id == 0 ? "" : m_ctx.proof->stamp(batch.id);
@@ -46,6 +52,24 @@ void Remover::remove(Batch& batch) const {
   tx.commit();
   fault::point("after_delete_commit");
   batch.t_delete = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The locked reads hold the metadata locks of every table of the job until this transaction ends: a table whose
+// definition is still the run's start's cannot change before the commit, so every column of every row was read
+// and compared. After a change (a column added, say), rows read with the start's column list may not go: a new
+// column's values would be lost.
+bool Remover::definitions_unchanged(Batch& batch) const {
+  if (!m_ctx.definitions) return true;
+  auto why = m_ctx.definitions->check(m_ctx.src, m_ctx.tables);
+  if (!why) return true;
+  // A copy that may be the only version left (recovery of a deleting batch) is never removed on a guess: the
+  // transaction rolls back and the batch stays as it is for the rerun.
+  if (batch.unproven) throw Error(*why);
+  spdlog::error("batch {}: {}; every root of this batch stays in the source", batch.no, *why);
+  for (size_t i = 0; i < batch.roots.size(); ++i) {
+    batch.leave(i, RootFate::changed, "the definition of a table changed during the run");
+  }
+  return false;
 }
 
 void Remover::judge(Batch& batch, const Batch& now, const std::vector<bool>& matches) const {

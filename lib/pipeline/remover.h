@@ -22,6 +22,9 @@ public:
   void remove(Batch& batch) const;
 
 private:
+  // False when a table of the job changed its definition since the run started: then every root stays (an
+  // unproven batch throws instead, rolling back). Source connection only.
+  bool definitions_unchanged(Batch& batch) const;
   // Which roots of `batch` must stay in the source, given the locked tree `now` and, per locked root row,
   // whether it still matches `where`. A root may go only if, under the locks, it still matches `where`, every
   // row copied for it is there unchanged under it, and no row was added to its tree; and nothing holds it (holds.h):

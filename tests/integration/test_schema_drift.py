@@ -25,7 +25,7 @@ def tables(sc):
 
 
 class DriftTest(unittest.TestCase):
-    def run_with_alter(self, server, alter):
+    def run_with_alter(self, server, alter, then=None):
         sc = Scenario(self, "drift")
         tables(sc)
         cfg = sc.config({"j": JOB}, processing={"batch_size": 4})
@@ -42,14 +42,31 @@ class DriftTest(unittest.TestCase):
             self.assertTrue(os.path.exists(pause + ".reached"), "goarchive never reached the pause point")
             db = sc.src_db if server == "source" else sc.dst_db
             gatest.sql(server, f"ALTER TABLE {gatest.quote_ident(db)}.c {alter}")
+            if then:
+                then(sc)
         finally:
             os.unlink(pause)
         out, err = proc.communicate(timeout=60)
         return sc, original, proc.returncode, out, err, db
 
     def test_column_added_on_the_source_mid_run_stops_the_run(self):
-        sc, original, rc, out, err, db = self.run_with_alter("source", "ADD COLUMN extra INT NOT NULL DEFAULT 7")
+        # The pause comes after the second batch's copy, before its delete: that batch was read and copied without
+        # the new column. The application then writes the new column on every row still in the source; a delete
+        # of those rows would lose those values, which the archive (without that column) does not hold.
+        written = []
+
+        def write_extra(sc):
+            sc.src("UPDATE c SET extra = 42")
+            written.extend(k[0] for k in sc.rows("source", "c"))
+
+        sc, original, rc, out, err, db = self.run_with_alter("source", "ADD COLUMN extra INT NOT NULL DEFAULT 7",
+                                                             write_extra)
         self.assertEqual(rc, 1, out + err)
+        self.assertTrue(written)
+        src_now = sc.rows("source", "c")
+        for k in written:
+            self.assertIn((k,), src_now, f"c {k} was deleted after the column was added: its extra = 42 is lost")
+            self.assertEqual(src_now[(k,)][3], 42)
         self.assertIn(f"the definition of source table {db}.c changed during the run", out + err)
         self.assertIn("the run stopped cleanly at a batch boundary", out + err)
         moved = set(sc.rows("destination", "p"))
