@@ -34,9 +34,9 @@ void BatchLog::end(Batch& batch) const {
       m_ctx.registry.transition(m_ctx.dst, batch.id, {"copied", "deleting"}, "done", batch.version, stayed);
 }
 
-void BatchLog::mark_deleting(Batch& batch, db::Connection& conn) const {
-  if (m_ctx.mode != Mode::archive) return;  // purge claims its batches as deleting; copy-only never deletes
-  if (batch.id == 0) return;
+unsigned BatchLog::mark_deleting(const Batch& batch, db::Connection& conn) const {
+  // purge claims its batches as deleting; copy-only never deletes
+  if (!marks_deleting(batch)) return batch.version;
   // Conflicts are not recorded as kept: a later recovery must compare those roots again, never drop a copy.
   std::vector<tracking::RootKey> kept;
   for (size_t i = 0; i < batch.roots.size(); ++i) {
@@ -51,8 +51,8 @@ void BatchLog::mark_deleting(Batch& batch, db::Connection& conn) const {
   m_ctx.registry.record_proof(conn, batch.id, batch.proof);
   m_ctx.hooks.before_commit();
   tx.commit();
-  batch.version = v;
   fault::point("after_mark_deleting");
+  return v;
 }
 
 void BatchLog::adopt(Batch& batch, unsigned recorded_version) const {

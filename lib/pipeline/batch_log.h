@@ -15,9 +15,13 @@ public:
   void claim(Batch& batch) const;
   // Moves the batch to done; the new version counts once the caller's transaction commits (next_version).
   void end(Batch& batch) const;
-  // archive: moves the batch to deleting, with the roots its delete keeps in the source, in a transaction of
-  // its own on `conn`, committed before the source delete commits.
-  void mark_deleting(Batch& batch, db::Connection& conn) const;
+  // archive: moves the batch to deleting, with the roots its delete keeps in the source and its commit proof, in
+  // a transaction of its own on `conn`, committed before the source delete commits. Only reads the batch (its
+  // id, version, roots, fates and proof), so it may run beside the source delete's statements; returns the
+  // batch's version after it (unchanged when there is nothing to record).
+  unsigned mark_deleting(const Batch& batch, db::Connection& conn) const;
+  // Whether mark_deleting records anything for this batch.
+  bool marks_deleting(const Batch& batch) const { return m_ctx.mode == Mode::archive && batch.id != 0; }
   // Takes over an unfinished batch of an earlier run (recovery), in a transaction of its own.
   void adopt(Batch& batch, unsigned recorded_version) const;
   // copy-only: remembers the batch's roots as copied by this job.

@@ -1,6 +1,7 @@
 #include "pipeline/remover.h"
 
 #include <chrono>
+#include <future>
 #include <map>
 
 #include <fmt/format.h>
@@ -34,19 +35,32 @@ void Remover::remove(Batch& batch) const {
   m_tree.read_roots(m_ctx.src, Side::source, now, Read::locked, &matches);
   m_tree.read_children(m_ctx.src, Side::source, now, Read::locked);
   fault::point("after_locked_read");
-  if (!definitions_unchanged(batch)) {
-    // Nothing deleted; every root stays in the source, and the end of the batch removes its copy.
-  } else {
+  // Nothing is deleted after a table changed its definition: every root stays, and the batch's end removes its
+  // copy.
+  const bool deletes = definitions_unchanged(batch);
+  if (deletes) {
     if (batch.unproven) check_gone_roots(batch, now);
     judge(batch, now, matches);
-    delete_rows(batch, now);
   }
-  // The commit proof rides in this transaction; a decision made on an unproven copy carries none, so that its
-  // recovery compares versions again.
+  // The commit proof rides in this transaction, inserted before the decision below can be recorded: a recovery
+  // that finds the batch deleting and reads the proof under a lock waits for this transaction. A decision made
+  // on an unproven copy carries none, so that its recovery compares versions again.
   batch.proof = batch.unproven || batch.id == 0 ? "" : m_ctx.proof->stamp(batch.id);
   // The decision is on the destination before the source commits: a recovery that finds the batch deleting
-  // knows which roots this transaction kept, and from the proof whether it committed.
-  m_log.mark_deleting(batch, m_ctx.marks ? *m_ctx.marks : m_ctx.dst);
+  // knows which roots this transaction kept, and from the proof whether it committed. It is recorded on its own
+  // session while the deletes run, and the commit waits for it.
+  std::future<unsigned> marked;
+  if (m_log.marks_deleting(batch)) {
+    db::Connection& conn = m_ctx.marks ? *m_ctx.marks : m_ctx.dst;
+    marked = std::async(std::launch::async, [this, &batch, &conn] { return m_log.mark_deleting(batch, conn); });
+  }
+  try {
+    if (deletes) delete_rows(batch, now);
+  } catch (...) {
+    if (marked.valid()) marked.wait();  // a decision recorded for a delete that rolls back: recovery finds no proof
+    throw;
+  }
+  if (marked.valid()) batch.version = marked.get();
   fault::point("before_delete_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
@@ -264,6 +278,23 @@ std::vector<size_t> Remover::delete_runs(Batch& batch, int ni, const TableRows& 
   return rest;
 }
 
+std::vector<size_t> Remover::moving(const Batch& batch, const TableRows& tb, const std::vector<bool>& gone) {
+  std::vector<size_t> out;
+  for (size_t r = 0; r < tb.size(); ++r) {
+    int owner = tb.root[r];
+    if (!gone[r] && owner >= 0 && !batch.stays(static_cast<size_t>(owner))) out.push_back(r);
+  }
+  return out;
+}
+
+bool Remover::runs_cover(int ni, const TableRows& tb, const std::vector<size_t>& going) const {
+  if (m_ctx.gap_locks || going.empty()) return false;
+  std::vector<size_t> rest;
+  key_ranges(m_ctx.tables[static_cast<size_t>(ni)], tb.rows, going,
+             static_cast<size_t>(m_ctx.job.processing.delete_batch_size), rest);
+  return rest.empty();
+}
+
 void Remover::delete_rows(Batch& batch, const Batch& now) const {
   const size_t per_statement = static_cast<size_t>(m_ctx.job.processing.delete_batch_size);
   const size_t budget = statement_budget(m_ctx.src);
@@ -271,12 +302,10 @@ void Remover::delete_rows(Batch& batch, const Batch& now) const {
     const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
     const TableRows& tb = now.tables[static_cast<size_t>(ni)];
     std::vector<bool> gone(tb.size(), false);  // deleted through the parent's key
-    delete_through_parent(batch, now, ni, gone);
-    std::vector<size_t> going;
-    for (size_t r = 0; r < tb.size(); ++r) {
-      int owner = tb.root[r];
-      if (!gone[r] && owner >= 0 && !batch.stays(static_cast<size_t>(owner))) going.push_back(r);
-    }
+    // Keys that run unbroken go by primary-key range, the cheapest exact delete; a table whose keys do not (a
+    // composite key with a DATE column, say) goes through its parents' keys where that is exact.
+    if (!runs_cover(ni, tb, moving(batch, tb, gone))) delete_through_parent(batch, now, ni, gone);
+    std::vector<size_t> going = moving(batch, tb, gone);
     std::vector<sql::KeyLiterals> keys;
     for (size_t r : delete_runs(batch, ni, tb, going)) keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary));
     // By exact key only: no range locks, so the application's inserts are never blocked.

@@ -38,6 +38,10 @@ private:
   void delete_rows(Batch& batch, const Batch& now) const;
   // Deletes the rows of `going` (table `ni`) whose integer keys form unbroken runs, by key range; returns the
   // others, for the exact-key lists.
+  // The rows of `tb` whose root moves and that are not `gone` yet.
+  static std::vector<size_t> moving(const Batch& batch, const TableRows& tb, const std::vector<bool>& gone);
+  // Whether rows `going` of table `ni` all go by primary-key range (delete_runs).
+  bool runs_cover(int ni, const TableRows& tb, const std::vector<size_t>& going) const;
   std::vector<size_t> delete_runs(Batch& batch, int ni, const TableRows& tb, const std::vector<size_t>& going) const;
   // Deletes the children of table `ni` through their parents' keys where that is proved safe; marks them `gone`.
   void delete_through_parent(Batch& batch, const Batch& now, int ni, std::vector<bool>& gone) const;
