@@ -337,62 +337,68 @@ private:
     for (const auto& s : m_report.source_tables) names.push_back(s.name);
     std::vector<schema::TableInfo> dst_tables = schema::read_tables(*m_dst, ddb, names);
     for (size_t i = 0; i < m_report.source_tables.size(); ++i) {
-      const schema::TableInfo& s = m_report.source_tables[i];
-      schema::TableInfo d = std::move(dst_tables[i]);
-      if (!d.exists) {
-        fail(fmt::format("table {}.{} does not exist on the destination; create it there with the statement that "
-                         "SHOW CREATE TABLE {} prints on the source",
-                         ddb, s.name, sql::qualified(s.database, s.name)));
-        continue;
+      check_destination_table(m_report.source_tables[i], dst_tables[i], ddb);
+    }
+  }
+
+  // The archive table of source table `s` in destination database `ddb`: a base table without INSERT triggers,
+  // with the source's columns, the privileges the copy needs, and (foreign_key_checks) foreign keys it can meet.
+  void check_destination_table(const schema::TableInfo& s, const schema::TableInfo& d, const std::string& ddb) {
+    if (!d.exists) {
+      fail(fmt::format("table {}.{} does not exist on the destination; create it there with the statement that "
+                       "SHOW CREATE TABLE {} prints on the source",
+                       ddb, s.name, sql::qualified(s.database, s.name)));
+      return;
+    }
+    if (d.table_type != "BASE TABLE") {
+      fail(fmt::format("{}.{} on the destination is a {}, not a base table: archived rows would be written through "
+                       "it into whatever it shows (a view onto the source tables writes them back into the "
+                       "source); replace it with a table created by the statement that SHOW CREATE TABLE {} prints "
+                       "on the source",
+                       ddb, s.name, ascii_lower(d.table_type), sql::qualified(s.database, s.name)));
+      return;
+    }
+    if (d.has_trigger("INSERT")) {
+      fail(fmt::format("table {}.{} has an INSERT trigger on the destination: it would fire for every archived row "
+                       "and could change what is verified; drop it",
+                       ddb, s.name));
+    }
+    check_destination_columns(s, d, ddb);
+    if (m_cfg.destination.foreign_key_checks) check_destination_foreign_keys(d);
+    require_privileges(*m_dst, {"SELECT", "INSERT", "DELETE"}, ddb, s.name, "destination");
+  }
+
+  // Every copied source column is on the destination with the same type and collation; an extra destination
+  // column is one the server fills (a default, NULL or a generated column), never an AUTO_INCREMENT one.
+  void check_destination_columns(const schema::TableInfo& s, const schema::TableInfo& d, const std::string& ddb) {
+    for (const auto& c : s.columns) {
+      if (c.generated) continue;
+      const schema::Column* dc = d.column(c.name);
+      if (!dc || dc->generated) {
+        fail(fmt::format("destination table {}.{} has no column {} (source type {}); add it: ALTER TABLE {} ADD "
+                         "COLUMN {} {}",
+                         ddb, s.name, c.name, c.column_type, sql::qualified(ddb, s.name), sql::ident(c.name),
+                         c.column_type));
+      } else if (ascii_lower(dc->column_type) != ascii_lower(c.column_type) || dc->collation != c.collation) {
+        fail(fmt::format("column {}.{} is {}{} on the destination but {}{} on the source; make the destination "
+                         "column the same type",
+                         s.name, c.name, dc->column_type, dc->collation.empty() ? "" : " " + dc->collation,
+                         c.column_type, c.collation.empty() ? "" : " " + c.collation));
       }
-      if (d.table_type != "BASE TABLE") {
-        fail(fmt::format("{}.{} on the destination is a {}, not a base table: archived rows would be written through "
-                         "it into whatever it shows (a view onto the source tables writes them back into the "
-                         "source); replace it with a table created by the statement that SHOW CREATE TABLE {} prints "
-                         "on the source",
-                         ddb, s.name, ascii_lower(d.table_type), sql::qualified(s.database, s.name)));
-        continue;
+    }
+    // The copy names its columns, so the server fills an extra column that has a default or allows NULL.
+    for (const auto& dc : d.columns) {
+      if (dc.generated || s.column(dc.name) || (dc.server_fills() && !dc.auto_increment)) continue;
+      if (dc.auto_increment) {
+        fail(fmt::format("destination table {}.{} has an extra AUTO_INCREMENT column {} that the source lacks: the "
+                         "archive's rows must keep the source's keys; drop it: ALTER TABLE {} DROP COLUMN {}",
+                         ddb, s.name, dc.name, sql::qualified(ddb, s.name), sql::ident(dc.name)));
+      } else {
+        fail(fmt::format("destination table {}.{} has an extra column {} that the source lacks, NOT NULL without a "
+                         "default, so the server cannot fill it for archived rows; give it a default: ALTER TABLE "
+                         "{} ALTER COLUMN {} SET DEFAULT <value>",
+                         ddb, s.name, dc.name, sql::qualified(ddb, s.name), sql::ident(dc.name)));
       }
-      if (d.has_trigger("INSERT")) {
-        fail(fmt::format("table {}.{} has an INSERT trigger on the destination: it would fire for every archived row "
-                         "and could change what is verified; drop it",
-                         ddb, s.name));
-      }
-      std::vector<const schema::Column*> dcols;
-      for (const auto& c : d.columns) {
-        if (!c.generated) dcols.push_back(&c);
-      }
-      for (const auto& c : s.columns) {
-        if (c.generated) continue;
-        const schema::Column* dc = d.column(c.name);
-        if (!dc || dc->generated) {
-          fail(fmt::format("destination table {}.{} has no column {} (source type {}); add it: ALTER TABLE {} ADD "
-                           "COLUMN {} {}",
-                           ddb, s.name, c.name, c.column_type, sql::qualified(ddb, s.name), sql::ident(c.name),
-                           c.column_type));
-        } else if (ascii_lower(dc->column_type) != ascii_lower(c.column_type) || dc->collation != c.collation) {
-          fail(fmt::format("column {}.{} is {}{} on the destination but {}{} on the source; make the destination "
-                           "column the same type",
-                           s.name, c.name, dc->column_type, dc->collation.empty() ? "" : " " + dc->collation,
-                           c.column_type, c.collation.empty() ? "" : " " + c.collation));
-        }
-      }
-      // The copy names its columns, so the server fills an extra column that has a default or allows NULL.
-      for (const auto* dc : dcols) {
-        if (s.column(dc->name) || (dc->server_fills() && !dc->auto_increment)) continue;
-        if (dc->auto_increment) {
-          fail(fmt::format("destination table {}.{} has an extra AUTO_INCREMENT column {} that the source lacks: the "
-                           "archive's rows must keep the source's keys; drop it: ALTER TABLE {} DROP COLUMN {}",
-                           ddb, s.name, dc->name, sql::qualified(ddb, s.name), sql::ident(dc->name)));
-        } else {
-          fail(fmt::format("destination table {}.{} has an extra column {} that the source lacks, NOT NULL without a "
-                           "default, so the server cannot fill it for archived rows; give it a default: ALTER TABLE "
-                           "{} ALTER COLUMN {} SET DEFAULT <value>",
-                           ddb, s.name, dc->name, sql::qualified(ddb, s.name), sql::ident(dc->name)));
-        }
-      }
-      if (m_cfg.destination.foreign_key_checks) check_destination_foreign_keys(d);
-      require_privileges(*m_dst, {"SELECT", "INSERT", "DELETE"}, ddb, s.name, "destination");
     }
   }
 
