@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/commit_proof.h"
 #include "plan/sql.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -48,6 +49,7 @@ public:
     }
     check_connections(m_src, 3, "source");
     check_source_binlog();
+    check_commit_proof();
     check_copy_only_graph();
     // The destination's own checks mean nothing when it is the source's data: that is the one problem then.
     bool own_data = m_dst && check_not_source_data();
@@ -261,6 +263,38 @@ private:
     } catch (const db::DbError& e) {
       fail(fmt::format("cannot read log_bin and binlog_format on the source: {}", e.what()));
     }
+  }
+
+  // archive proves each delete's commit with a row in the source's goarchive_commits table (commit_proof.h): the
+  // run creates the table when it may, and goes on without proofs when it cannot use it. A note, not a failure.
+  void check_commit_proof() {
+    if (m_mode != pipeline::Mode::archive) return;
+    const std::string& sdb = m_cfg.source.database;
+    const std::string table = pipeline::CommitProof::table_name(sdb);
+    std::string why;
+    try {
+      bool exists = m_src.scalar(fmt::format("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND "
+                                             "TABLE_NAME = 'goarchive_commits'",
+                                             sql::quote(sdb)))
+                        .has_value();
+      std::vector<std::string> missing;
+      for (const char* p : exists ? std::vector<const char*>{"SELECT", "INSERT", "DELETE"}
+                                  : std::vector<const char*>{"CREATE"}) {
+        if (!has_privilege(m_src, p, sdb, "goarchive_commits")) missing.push_back(p);
+      }
+      if (!missing.empty()) {
+        why = fmt::format("{} lacks {} on {}", exists ? "it exists, but the source account" : "it does not exist and "
+                          "the source account", join(missing, ", "), table);
+      }
+    } catch (const db::DbError& e) {
+      why = e.what();
+    }
+    if (why.empty()) return;
+    m_report.notes.push_back(fmt::format(
+        "no commit proof: the source table {} cannot be used ({}); after a crash at a delete's commit, roots the "
+        "application changed meanwhile become conflicts. Let goarchive create the table (CREATE privilege) or "
+        "create it as goarchive(1) shows, with INSERT, SELECT and DELETE granted on it",
+        table, why));
   }
 
   void check_registry_privileges() {

@@ -15,6 +15,7 @@ struct PreflightReport {
   std::vector<schema::TableInfo> source_tables;  // by tree node index
   std::vector<std::string> failures;             // one sentence each: what, why, the fix
   size_t config_failures = 0;                     // how many of them only the config file can fix
+  std::vector<std::string> notes;                 // not failures: what a run would warn about, and the fix
   bool ok() const { return failures.empty(); }
 };
 

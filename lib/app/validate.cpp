@@ -89,9 +89,10 @@ std::string unchecked_reason(bool have_src, bool have_dst) {
   return "";
 }
 
-// Every preflight check of each job whose source answered; each failure listed under its job's name.
+// Every preflight check of each job whose source answered; each failure listed under its job's name, and each
+// note (what a run would warn about) in `notes`.
 void check_jobs(const config::Config& cfg, const std::vector<std::string>& names, db::Connection* src,
-                db::Connection* dst, Failures& failures) {
+                db::Connection* dst, Failures& failures, Failures& notes) {
   for (const auto& name : names) {
     const config::Job& job = cfg.jobs.at(name);
     plan::Tree tree(job);  // a configuration error: exit 2, like every other command
@@ -99,6 +100,7 @@ void check_jobs(const config::Config& cfg, const std::vector<std::string>& names
       if (src) {
         auto pf = preflight(cfg, job, tree, pipeline::Mode::archive, *src, dst);
         for (auto& f : pf.failures) failures[name].push_back(f);
+        for (auto& n : pf.notes) notes[name].push_back(n);
       }
     } catch (const ConfigError&) {
       throw;
@@ -108,8 +110,8 @@ void check_jobs(const config::Config& cfg, const std::vector<std::string>& names
   }
 }
 
-void print_json(const std::vector<std::string>& names, const Failures& failures, const std::string& unchecked_why,
-                size_t total) {
+void print_json(const std::vector<std::string>& names, const Failures& failures, const Failures& notes,
+                const std::string& unchecked_why, size_t total) {
   Json out = Json::object();
   out.set("schema_version", Json(1));
   out.set("ok", Json(total == 0));
@@ -122,6 +124,9 @@ void print_json(const std::vector<std::string>& names, const Failures& failures,
     Json f = Json::array();
     for (const auto& x : failures_of(failures, name)) f.push(Json(x));
     o.set("failures", f);
+    Json w = Json::array();
+    for (const auto& x : failures_of(notes, name)) w.push(Json(x));
+    o.set("notes", w);
     jobs.push(o);
   }
   out.set("jobs", jobs);
@@ -131,9 +136,9 @@ void print_json(const std::vector<std::string>& names, const Failures& failures,
   std::cout << out.dump() << "\n";
 }
 
-// One line a job on stdout; the failures themselves go to stderr with the error.
-void print_text(const std::vector<std::string>& names, const Failures& failures, const std::string& unchecked_why,
-                bool have_src) {
+// One line a job on stdout, then a line per note; the failures themselves go to stderr with the error.
+void print_text(const std::vector<std::string>& names, const Failures& failures, const Failures& notes,
+                const std::string& unchecked_why, bool have_src) {
   for (const auto& name : names) {
     size_t n = failures_of(failures, name).size();
     if (!unchecked_why.empty()) {
@@ -146,6 +151,7 @@ void print_text(const std::vector<std::string>& names, const Failures& failures,
     } else {
       std::cout << fmt::format("job {}: {} problem{} (listed on stderr)\n", name, n, n == 1 ? "" : "s");
     }
+    for (const auto& note : failures_of(notes, name)) std::cout << fmt::format("job {}: note: {}\n", name, note);
   }
 }
 
@@ -162,15 +168,15 @@ std::string problems_message(const Failures& failures, size_t total) {
 int validate(const config::Config& cfg, const std::optional<std::string>& only, int verbosity, Format format) {
   std::vector<std::string> names = job_names(cfg, only);
   if (verbosity > 0 && format == Format::text) std::cout << settings_table(cfg);
-  Failures failures;
+  Failures failures, notes;
   auto src = connect_read_only(cfg.source, "source (validate)", failures);
   auto dst = connect_read_only(cfg.destination, "destination (validate)", failures);
   std::string unchecked_why = unchecked_reason(src != nullptr, dst != nullptr);
-  check_jobs(cfg, names, src.get(), dst.get(), failures);
+  check_jobs(cfg, names, src.get(), dst.get(), failures, notes);
   size_t total = 0;
   for (const auto& [k, v] : failures) total += v.size();
-  if (format == Format::json) print_json(names, failures, unchecked_why, total);
-  else print_text(names, failures, unchecked_why, src != nullptr);
+  if (format == Format::json) print_json(names, failures, notes, unchecked_why, total);
+  else print_text(names, failures, notes, unchecked_why, src != nullptr);
   if (total == 0) return 0;
   if (format == Format::json) return k_exit_failed;
   throw PreflightError(problems_message(failures, total));

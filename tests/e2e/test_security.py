@@ -335,6 +335,37 @@ class LeastPrivilege(SecurityBase):
         for command in (["jobs"], ["locks", "-j", "j"], ["dry-run", "-j", "j"]):
             self.assertEqual(self.run_ga(command[0], "-c", cfg, *command[1:]).rc, 0, command)
 
+    def test_validate_notes_a_commit_proof_table_the_run_cannot_use(self):
+        user = self.accounts.create(self.password)
+        self.grants_from_the_manual(user)  # without the grants on goarchive_commits
+        cfg = self.config(user, {"password": self.password}, processing={"batch_size": 3})
+        table = f"`{self.sc.src_db}`.`goarchive_commits`"
+        r = self.run_ga("validate", "-c", cfg, "-j", "j")
+        self.assertEqual(r.rc, 0, r)
+        lines = r.out.strip().splitlines()
+        self.assertEqual(lines[-2], "job j: ok (config and every preflight check)", r.out)
+        self.assertTrue(lines[-1].startswith(f"job j: note: no commit proof: the source table {table} cannot be "
+                                             "used (it does not exist and the source account lacks CREATE on"), r.out)
+        self.assertIn("with INSERT, SELECT and DELETE granted on it", lines[-1])
+        doc = json.loads(self.run_ga("validate", "-c", cfg, "-j", "j", "--format", "json").out)
+        self.assertTrue(doc["ok"])
+        self.assertEqual(len(doc["jobs"][0]["notes"]), 1, doc)
+        # Created as goarchive(1) shows, with the grants it names: no note, and the run uses it without a warning.
+        gatest.sql("source", f"CREATE TABLE {table} (token BINARY(16) NOT NULL PRIMARY KEY, job VARCHAR(255) NOT "
+                             "NULL, batch_id BIGINT UNSIGNED NOT NULL, created_at DATETIME(6) NOT NULL DEFAULT "
+                             "CURRENT_TIMESTAMP(6)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+        self.accounts.grant("source", "SELECT, INSERT", table, user)
+        r = self.run_ga("validate", "-c", cfg, "-j", "j")
+        self.assertIn("lacks DELETE on", r.out.strip().splitlines()[-1])
+        self.accounts.grant("source", "DELETE", table, user)
+        r = self.run_ga("validate", "-c", cfg, "-j", "j")
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.out.strip().splitlines()[-1], "job j: ok (config and every preflight check)", r.out)
+        r = self.run_ga("archive", "-c", cfg, "-j", "j", "--no-progress")
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("no commit proof", r.err)
+        self.sc.assert_invariant(self.before, relations=TREE_RELATIONS)
+
     def test_source_without_delete_is_refused_naming_delete(self):
         user = self.accounts.create(self.password)
         self.grants_from_the_manual(user, source_privs="SELECT")
