@@ -283,8 +283,8 @@ private:
         if (!has_privilege(m_src, p, sdb, "goarchive_commits")) missing.push_back(p);
       }
       if (!missing.empty()) {
-        why = fmt::format("{} lacks {} on {}", exists ? "it exists, but the source account" : "it does not exist and "
-                          "the source account", join(missing, ", "), table);
+        const char* who = exists ? "it exists, but the source account" : "it does not exist and the source account";
+        why = fmt::format("{} lacks {} on {}", who, join(missing, ", "), table);
       }
     } catch (const db::DbError& e) {
       why = e.what();

@@ -36,7 +36,8 @@ void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read 
   // By primary key even on a small table, where the optimizer would rather scan: a locked scan waits for every
   // row the application holds, not only the batch's.
   const bool locked = read == Read::locked;
-  const std::string from = name + (locked && source && root.key_cols == root.source.primary_key ? " FORCE INDEX (PRIMARY)" : "");
+  const bool by_primary = locked && source && root.key_cols == root.source.primary_key;
+  const std::string from = name + (by_primary ? " FORCE INDEX (PRIMARY)" : "");
   // An unbroken run of integer keys is one range, `ORDER BY key LIMIT n`: it matches exactly the batch's keys
   // and, locked, stops at its n-th row, so it locks no row but theirs while they are all there. (A root the
   // application deleted meanwhile makes it read on to the row after the range: at worst a wait for that row.)
