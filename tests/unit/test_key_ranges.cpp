@@ -28,7 +28,7 @@ TableMeta meta(std::vector<std::string> columns, std::vector<bool> integer, std:
 RowSet rows_of(const std::vector<std::vector<std::string>>& rows, size_t cols) {
   RowSet r;
   std::vector<std::string> names;
-  for (size_t c = 0; c < cols; ++c) names.push_back("c" + std::to_string(c));
+  for (size_t c = 0; c < cols; ++c) names.push_back(std::string("c").append(std::to_string(c)));
   r.set_columns(names);
   for (const auto& row : rows) {
     for (const auto& v : row) r.push(v);

@@ -97,7 +97,7 @@ namespace {
 
 std::vector<sql::KeyLiterals> numbered_keys(size_t n, size_t columns) {
   std::vector<sql::KeyLiterals> keys;
-  for (size_t i = 0; i < n; ++i) keys.emplace_back(columns, "'" + std::to_string(i) + "'");
+  for (size_t i = 0; i < n; ++i) keys.emplace_back(columns, std::string("'").append(std::to_string(i)).append("'"));
   return keys;
 }
 
