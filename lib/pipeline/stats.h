@@ -1,6 +1,6 @@
 #pragma once
 // The counters of a run: per table and per run, filled by the pipeline and read by the report. Plain data.
-#include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,10 +25,11 @@ struct Stats {
 
   // Counts a root in conflict, named by its key, once however often the run meets it; the first 20 are named.
   void add_conflict(const std::string& name) {
-    if (std::find(conflicts.begin(), conflicts.end(), name) != conflicts.end()) return;
+    if (!conflicts_seen.insert(name).second) return;
     ++roots_conflict;
     if (conflicts.size() < 20) conflicts.push_back(name);
   }
+  std::set<std::string> conflicts_seen;  // every conflicting root's name, for add_conflict
 };
 
 }  // namespace goarchive::pipeline
