@@ -257,12 +257,18 @@ void Remover::delete_children_of(Batch& batch, int ni, std::vector<sql::KeyLiter
 // between), is one index range instead of n lookups, and stops at its n-th row, so it never reads, let alone
 // locks or waits for, the row after the range. Never at REPEATABLE READ (gap locks: the range would lock the gap
 // before its first row), never for a locked read (that read cannot know how many rows it will find).
-std::vector<size_t> Remover::delete_runs(Batch& batch, int ni, const TableRows& tb,
-                                         const std::vector<size_t>& going) const {
+std::vector<KeyRange> Remover::key_runs(int ni, const TableRows& tb, const std::vector<size_t>& going,
+                                        std::vector<size_t>& rest) const {
+  if (m_ctx.gap_locks) {
+    rest.insert(rest.end(), going.begin(), going.end());
+    return {};
+  }
+  return key_ranges(m_ctx.tables[static_cast<size_t>(ni)], tb.rows, going,
+                    static_cast<size_t>(m_ctx.job.processing.delete_batch_size), rest);
+}
+
+void Remover::delete_ranges(Batch& batch, int ni, const std::vector<KeyRange>& ranges) const {
   const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
-  if (m_ctx.gap_locks || going.empty()) return going;
-  std::vector<size_t> rest;
-  auto ranges = key_ranges(m, tb.rows, going, static_cast<size_t>(m_ctx.job.processing.delete_batch_size), rest);
   const std::string order = sql::ident_list(m.key_cols);
   for (const auto& range : ranges) {
     uint64_t n = m_ctx.src.execute(
@@ -275,7 +281,6 @@ std::vector<size_t> Remover::delete_runs(Batch& batch, int ni, const TableRows& 
     }
     batch.deleted[static_cast<size_t>(ni)] += n;
   }
-  return rest;
 }
 
 std::vector<size_t> Remover::moving(const Batch& batch, const TableRows& tb, const std::vector<bool>& gone) {
@@ -287,14 +292,6 @@ std::vector<size_t> Remover::moving(const Batch& batch, const TableRows& tb, con
   return out;
 }
 
-bool Remover::runs_cover(int ni, const TableRows& tb, const std::vector<size_t>& going) const {
-  if (m_ctx.gap_locks || going.empty()) return false;
-  std::vector<size_t> rest;
-  key_ranges(m_ctx.tables[static_cast<size_t>(ni)], tb.rows, going,
-             static_cast<size_t>(m_ctx.job.processing.delete_batch_size), rest);
-  return rest.empty();
-}
-
 void Remover::delete_rows(Batch& batch, const Batch& now) const {
   const size_t per_statement = static_cast<size_t>(m_ctx.job.processing.delete_batch_size);
   const size_t budget = statement_budget(m_ctx.src);
@@ -303,11 +300,18 @@ void Remover::delete_rows(Batch& batch, const Batch& now) const {
     const TableRows& tb = now.tables[static_cast<size_t>(ni)];
     std::vector<bool> gone(tb.size(), false);  // deleted through the parent's key
     // Keys that run unbroken go by primary-key range, the cheapest exact delete; a table whose keys do not (a
-    // composite key with a DATE column, say) goes through its parents' keys where that is exact.
-    if (!runs_cover(ni, tb, moving(batch, tb, gone))) delete_through_parent(batch, now, ni, gone);
-    std::vector<size_t> going = moving(batch, tb, gone);
+    // composite key with a DATE column, say) goes through its parents' keys where that is exact, and the rest
+    // of its rows by range or exact key.
+    std::vector<size_t> rest;
+    std::vector<KeyRange> ranges = key_runs(ni, tb, moving(batch, tb, gone), rest);
+    if (!rest.empty()) {
+      delete_through_parent(batch, now, ni, gone);
+      rest.clear();
+      ranges = key_runs(ni, tb, moving(batch, tb, gone), rest);
+    }
+    delete_ranges(batch, ni, ranges);
     std::vector<sql::KeyLiterals> keys;
-    for (size_t r : delete_runs(batch, ni, tb, going)) keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary));
+    for (size_t r : rest) keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary));
     // By exact key only: no range locks, so the application's inserts are never blocked.
     for (const auto& list : key_lists(m.key_cols, keys, budget, "", per_statement)) {
       batch.deleted[static_cast<size_t>(ni)] +=

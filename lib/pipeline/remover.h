@@ -7,6 +7,7 @@
 #include "pipeline/batch.h"
 #include "pipeline/batch_log.h"
 #include "pipeline/context.h"
+#include "pipeline/rows.h"
 #include "pipeline/tree_reader.h"
 #include "plan/sql.h"
 
@@ -40,9 +41,12 @@ private:
   // others, for the exact-key lists.
   // The rows of `tb` whose root moves and that are not `gone` yet.
   static std::vector<size_t> moving(const Batch& batch, const TableRows& tb, const std::vector<bool>& gone);
-  // Whether rows `going` of table `ni` all go by primary-key range (delete_runs).
-  bool runs_cover(int ni, const TableRows& tb, const std::vector<size_t>& going) const;
-  std::vector<size_t> delete_runs(Batch& batch, int ni, const TableRows& tb, const std::vector<size_t>& going) const;
+  // The rows `going` of table `ni` whose primary keys run unbroken, as ranges (none at REPEATABLE READ); the
+  // other rows go to `rest`.
+  std::vector<KeyRange> key_runs(int ni, const TableRows& tb, const std::vector<size_t>& going,
+                                 std::vector<size_t>& rest) const;
+  // Deletes each range with `ORDER BY key LIMIT n`; each must remove exactly its n locked rows, or this throws.
+  void delete_ranges(Batch& batch, int ni, const std::vector<KeyRange>& ranges) const;
   // Deletes the children of table `ni` through their parents' keys where that is proved safe; marks them `gone`.
   void delete_through_parent(Batch& batch, const Batch& now, int ni, std::vector<bool>& gone) const;
   // One statement of delete_through_parent: the children of parent VALUES, which must be exactly the locked ROWS
