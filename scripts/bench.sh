@@ -358,14 +358,19 @@ verify() {
 
 # -- the runs ---------------------------------------------------------------------------------------------------
 now() { date +%s.%N; }
+# Busy CPU time of the whole machine so far, in clock ticks (/proc/stat: every state but idle and iowait): both
+# servers, the tool, the kernel. The machine is otherwise quiet, so a run's difference is the CPU work it caused.
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+TICKS=$(getconf CLK_TCK)
+cpu_secs() { awk -v a="$1" -v b="$2" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }'; }
 # Per result key: its scenario|tool|dataset, the seconds and peak RSS of every verified run (space-separated), the
 # goarchive phase seconds per run, and the first failure.
 KEYS=()
-declare -A META SECS_ALL RSS_ALL PH_ALL STATUS SECS RSS
+declare -A META SECS_ALL RSS_ALL CPU_ALL PH_ALL STATUS SECS RSS CPU
 
-# record KEY SCENARIO TOOL DS SECONDS RSS_MB RC LOGFILE: verifies and records one run.
+# record KEY SCENARIO TOOL DS SECONDS RSS_MB RC LOGFILE CPU_SECONDS: verifies and records one run.
 record() {
-  local key=$1 scenario=$2 tool=$3 ds=$4 secs=$5 rss=$6 rc=$7 logf=$8 status=ok
+  local key=$1 scenario=$2 tool=$3 ds=$4 secs=$5 rss=$6 rc=$7 logf=$8 cpu=$9 status=ok
   if [ -z "${META[$key]:-}" ]; then
     KEYS+=("$key")
     META[$key]="$scenario|$tool|$ds"
@@ -379,6 +384,7 @@ record() {
   if [ "$status" = ok ]; then
     SECS_ALL[$key]+=" $secs"
     RSS_ALL[$key]+=" $rss"
+    CPU_ALL[$key]+=" $cpu"
     log "$tool: ${ARCH_ROWS[$ds]} rows in ${secs}s"
   else
     STATUS[$key]=${STATUS[$key]:-$status}
@@ -406,17 +412,17 @@ stat_of() { # which values
 
 # goarchive archive on DS with its config template; peak RSS from /usr/bin/time -v.
 run_goarchive() {
-  local key=$1 scenario=$2 tool=$3 ds=$4 template=$5 job=$6 cfg="$WORK/$1.toml" logf="$WORK/$1.log" t0 t1 rc=0 rss
+  local key=$1 scenario=$2 tool=$3 ds=$4 template=$5 job=$6 cfg="$WORK/$1.toml" logf="$WORK/$1.log" t0 t1 b0 b1 rc=0 rss
   sed -e "s/@SOURCE_PORT@/$GA_SOURCE_PORT/; s/@DEST_PORT@/$GA_DEST_PORT/" \
     -e "s/@WHERE@/${COND[$ds.$(first_table "$ds")]#t.}/" "bench/$template" >"$cfg"
   reset_dataset "$ds"
   log "run: $scenario: $tool"
-  t0=$(now)
+  t0=$(now) b0=$(busy)
   timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/$key.time" "$BIN" archive -c "$cfg" -j "$job" --no-progress \
     >"$logf" 2>&1 || rc=$?
-  t1=$(now)
+  t1=$(now) b1=$(busy)
   rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$WORK/$key.time" 2>/dev/null || true)
-  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" "${rss:--}" "$rc" "$logf"
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" "${rss:--}" "$rc" "$logf" "$(cpu_secs "$b0" "$b1")"
   record_phases "$key"
 }
 first_table() { echo "${TABLES[$1]%% *}"; }
@@ -451,16 +457,16 @@ pt_archiver() {
 }
 
 run_pt() {
-  local key=$1 scenario=$2 tool=$3 ds=$4 mode=$5 logf="$WORK/$1.log" t0 t1 rc=0 t tables
+  local key=$1 scenario=$2 tool=$3 ds=$4 mode=$5 logf="$WORK/$1.log" t0 t1 b0 b1 rc=0 t tables
   reset_dataset "$ds"
   tables=$(echo "${TABLES[$ds]}" | tr ' ' '\n' | tac | tr '\n' ' ') # child-first
   log "run: $scenario: $tool"
-  t0=$(now)
+  t0=$(now) b0=$(busy)
   (
     for t in $tables; do pt_archiver "$ds" "$t" "$mode" || exit $?; done
   ) >"$logf" 2>&1 || rc=$?
-  t1=$(now)
-  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf"
+  t1=$(now) b1=$(busy)
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf" "$(cpu_secs "$b0" "$b1")"
 }
 
 # The floor: per table one streamed export of the archived rows to a file (mariadb --batch --quick: the
@@ -500,13 +506,13 @@ floor_moves() {
 }
 
 run_floor() {
-  local key=$1 scenario=$2 tool=$3 ds=$4 logf="$WORK/$1.log" t0 t1 rc=0
+  local key=$1 scenario=$2 tool=$3 ds=$4 logf="$WORK/$1.log" t0 t1 b0 b1 rc=0
   reset_dataset "$ds"
   log "run: $scenario: $tool"
-  t0=$(now)
+  t0=$(now) b0=$(busy)
   floor_moves "$ds" >"$logf" 2>&1 || rc=$?
-  t1=$(now)
-  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf"
+  t1=$(now) b1=$(busy)
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf" "$(cpu_secs "$b0" "$b1")"
 }
 
 # -- scenarios --------------------------------------------------------------------------------------------------
@@ -549,6 +555,7 @@ ratio() { # a / b, or empty when either is missing
 for key in "${KEYS[@]}"; do
   SECS[$key]=$(stat_of median "${SECS_ALL[$key]:-}")
   RSS[$key]=$(stat_of median "${RSS_ALL[$key]:-}")
+  CPU[$key]=$(stat_of median "${CPU_ALL[$key]:-}")
 done
 
 echo
@@ -559,12 +566,14 @@ echo "Medians of $REPEAT runs (pt-archiver plain: 1), spread min-max; 'vs goarch
 echo "median seconds on the same data (> 1: goarchive is faster). Phases: goarchive's median seconds selecting roots"
 echo "and children and deleting (both on the source worker), copying (the whole destination transaction, verify"
 echo "included) and verifying, the main thread waiting for the source worker, and the rest of the wall time beside"
-echo "copy + wait (connecting, preflight, locks, registry, the last batches' end)."
+echo "copy + wait (connecting, preflight, locks, registry, the last batches' end). CPU s: the machine's busy CPU"
+echo "seconds during the run (both servers, the tool and the kernel, all $(nproc) CPUs), median."
 echo
-fmt='%-24s %-34s %8s %8s %-13s %9s %7s %7s  %-35s %s\n'
-printf -- "$fmt" scenario "tool / mode" rows seconds "(min-max)" rows/s "vs ga" "RSS MB" "phases sel/del|copy/ver|wait|other" result
+fmt='%-24s %-34s %8s %8s %-13s %9s %7s %7s %6s  %-35s %s\n'
+printf -- "$fmt" scenario "tool / mode" rows seconds "(min-max)" rows/s "vs ga" "RSS MB" "CPU s" \
+  "phases sel/del|copy/ver|wait|other" result
 printf -- "$fmt" "------------------------" "----------------------------------" "--------" "--------" "-------------" \
-  "---------" "-------" "-------" "-----------------------------------" "------"
+  "---------" "-------" "-------" "------" "-----------------------------------" "------"
 for key in "${KEYS[@]}"; do
   IFS='|' read -r scenario tool ds <<<"${META[$key]}"
   secs=${SECS[$key]} status=${STATUS[$key]:-ok} rows=${ARCH_ROWS[$ds]}
@@ -582,7 +591,7 @@ for key in "${KEYS[@]}"; do
       'BEGIN { o = t - b - w; printf "%.2f/%.2f|%.2f/%.2f|%.2f|%.2f", a, d, b, c, w, (o > 0 ? o : 0) }')
   fi
   printf -- "$fmt" "$scenario" "$tool" "$rows" "${secs:--}" "$spread" "${rps:--}" "${vs:--}" "${RSS[$key]:--}" \
-    "$phases" "$status"
+    "${CPU[$key]:--}" "$phases" "$status"
 done
 
 echo
@@ -615,6 +624,24 @@ check "employees tree: goarchive time / floor time" "$(ratio "${SECS[ga5]:-}" "$
 check "memory: peak RSS(4N) / RSS(N)" "$(ratio "${RSS[scale4N]:-}" "${RSS[scaleN]:-}")" "v <= 1.10" "<= 1.10"
 check "memory: peak RSS(4N) in MB" "${RSS[scale4N]:-}" "v < 200" "< 200"
 check "linear cost: time(4N) / time(N)" "$(ratio "${SECS[scale4N]:-}" "${SECS[scaleN]:-}")" "v <= 4.4" "<= 4.4"
+echo
+# What the CPU allows: a run cannot take less wall time than its CPU work spread over every CPU, so on this
+# machine goarchive's speed over pt-archiver's can be at most pt-archiver's seconds / (goarchive's CPU s / CPUs).
+echo "CPU work (informative): CPU s of pt-archiver / goarchive on the same data, and the highest speed ratio this"
+echo "machine allows goarchive at its CPU cost (pt-archiver's seconds / (goarchive's CPU s / $(nproc) CPUs)):"
+ceiling() { # label pt-key ga-key
+  local work cap
+  work=$(ratio "${CPU[$2]:-}" "${CPU[$3]:-}")
+  cap=$(awk -v s="${SECS[$2]:-}" -v c="${CPU[$3]:-}" -v n="$(nproc)" 'BEGIN { if (s > 0 && c > 0) printf "%.2f", s / (c / n) }')
+  printf '  %-40s CPU pt/ga %6s   ceiling %6s   measured %6s\n' "$1" "${work:--}" "${cap:--}" \
+    "$(ratio "${SECS[$2]:-}" "${SECS[$3]:-}")"
+}
+ceiling "single table" pt1fast ga1
+ceiling "UUID key" pt6 ga6
+ceiling "composite root key" pt7 ga7
+ceiling "shop tree" pt2 ga2
+ceiling "employees tree" pt5 ga5
+printf '  %-40s %s\n' "linear cost: CPU(4N) / CPU(N)" "$(ratio "${CPU[scale4N]:-}" "${CPU[scaleN]:-}")"
 echo
 log "done in ${SECONDS}s"
 if ((FAILED)); then

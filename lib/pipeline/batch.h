@@ -3,7 +3,7 @@
 // the registry stores them) and, per table of the tree, the rows read for those roots, each row with the root
 // that owns it. The parts of the pipeline fill it in order: the reader (rows), the writer (statements, copied
 // and verified counts), the remover (each root's fate, deleted counts), the batch log (registry id, version).
-#include <map>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,7 +26,7 @@ struct TableRows {
   std::vector<int> root;              // per row: index into Batch::roots, -1 when it belongs to none of them
   std::vector<std::string> key;       // per row: encoded primary key
   std::vector<std::string> digest;    // per row: SHA-256 of the row serialisation (sha256 mode)
-  std::map<std::string, size_t> by_key;
+  std::unordered_map<std::string, size_t> by_key;
   // Built ahead (prebuild, on the main thread before the copy transaction): the INSERTs, and the primary-key
   // conditions the verification sends (ranges where exact, else exact-key lists).
   std::vector<Statement> inserts;

@@ -199,7 +199,7 @@ std::vector<KeyRange> key_ranges(const TableMeta& m, const std::vector<std::vect
   std::vector<size_t> which(keys.size());
   for (size_t i = 0; i < which.size(); ++i) which[i] = i;
   if (!all_integer(m)) {
-    rest = std::move(which);
+    rest.insert(rest.end(), which.begin(), which.end());
     return {};
   }
   return integer_key_ranges(

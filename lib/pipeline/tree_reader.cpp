@@ -1,5 +1,7 @@
 #include "pipeline/tree_reader.h"
 
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 #include "pipeline/rows.h"
@@ -26,7 +28,8 @@ void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read 
   TableRows& tb = batch.tables[0];
   tb = TableRows{};
   tb.rows.set_columns(root.columns);
-  std::map<std::string, int> owner;
+  std::unordered_map<std::string, int> owner;
+  owner.reserve(batch.root_keys.size());
   for (size_t i = 0; i < batch.root_keys.size(); ++i) owner[encode_values(batch.root_keys[i])] = static_cast<int>(i);
   const bool source = side == Side::source;
   const std::string& name = source ? root.source_name : root.destination_name;
@@ -106,7 +109,8 @@ void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, 
   const TableMeta& pm = m_ctx.tables[static_cast<size_t>(e.parent)];
   const TableRows& parent = batch.tables[static_cast<size_t>(e.parent)];
   // Distinct referenced values of the parent rows, each mapped to its parent row's root.
-  std::map<std::string, int> parent_root;
+  std::unordered_map<std::string, int> parent_root;
+  parent_root.reserve(parent.size());
   std::vector<sql::KeyLiterals> values;
   std::vector<std::string> plain;  // the same values as text, when the foreign key is one column
   for (size_t r = 0; r < parent.size(); ++r) {
