@@ -14,7 +14,10 @@
 # (composite child keys with DATE columns; pt-archiver per table child-first, children selected by a subquery on
 # employees), 6 a CHAR(36) UUID primary key, 7 a composite (tenant_id, id) root key. Each tool/dataset pair runs
 # BENCH_REPEAT times, alternating, on fresh identical data; the table shows medians and the min-max spread, and for
-# goarchive the median seconds per phase (from the run summary in the registry's runs.summary).
+# goarchive the median seconds per phase (from the run summary in the registry's runs.summary). Every row also
+# shows the machine's busy CPU seconds during the run (/proc/stat: both servers, the tool, the kernel), and the
+# report ends with what that CPU allows: no run can be shorter than its CPU work spread over every CPU, so
+# goarchive's speed ratio over pt-archiver cannot exceed pt-archiver's seconds / (goarchive's CPU s / CPUs).
 #
 # Exits 1 when a run fails or its result does not verify; the performance targets are informative only.
 # Environment:

@@ -47,7 +47,8 @@ public:
       check_where();
       check_source_privileges();
     }
-    check_connections(m_src, 3, "source");
+    // The lock, data and checks sessions, and in the modes that delete the reads session.
+    check_connections(m_src, m_mode == pipeline::Mode::copy_only ? 3 : 4, "source");
     check_source_binlog();
     check_commit_proof();
     check_copy_only_graph();

@@ -135,6 +135,15 @@ private:
     m_dst = app::connect(m_cfg.destination, "destination data", tag);
     prepare_data_sessions(m_cfg, *m_src, *m_dst);
     connect_marks(tag);
+    connect_reads(tag);
+  }
+
+  // In the modes that delete, the next batch's plain read runs on a source session of its own, beside the delete
+  // of the batch before it on the data session; set up as the data session is.
+  void connect_reads(const std::string& tag) {
+    if (m_mode == pipeline::Mode::copy_only) return;
+    m_src_reads = app::connect(m_cfg.source, "source reads", tag);
+    m_src_reads->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   }
 
   // The source delete records its decision on a destination session of its own (it runs beside the copy).
@@ -190,8 +199,9 @@ private:
                                     m_dest_lock->connection_id());
     m_tag = sql::tag(m_job.name, static_cast<long long>(m_run_id));
     for (db::Connection* c :
-         {m_src.get(), m_dst.get(), m_marks.get(), &m_src_lock->connection(), &m_dest_lock->connection()}) {
-      c->set_tag(m_tag);
+         {m_src.get(), m_dst.get(), m_marks.get(), m_src_reads.get(), &m_src_lock->connection(),
+          &m_dest_lock->connection()}) {
+      if (c) c->set_tag(m_tag);
     }
     spdlog::info("{} job={} run={} started: {} table(s), batch_size {}, verification {}", m_command, m_job.name,
                  m_run_id, m_tree.nodes().size(), m_job.processing.batch_size,
@@ -283,6 +293,7 @@ private:
       pipeline::Engine engine(m_mode, m_job, m_tables, *m_src, *m_dst, m_registry, m_jobrow.id, m_run_id,
                               root_scope(m_cfg, m_job), hooks());
       engine.set_marks_connection(*m_marks);
+      if (m_src_reads) engine.set_reads_connection(*m_src_reads);
       engine.use_commit_proofs(m_cfg.source.database);
       if (m_mode != pipeline::Mode::copy_only) engine.guard_definitions(*m_definitions);
       if (retries > 0) engine.carry_over(m_stats);  // a retry continues the run's counts
@@ -327,6 +338,7 @@ private:
       m_dst = app::connect(m_cfg.destination, "destination data", m_tag);
       prepare_data_sessions(m_cfg, *m_src, *m_dst);
       connect_marks(m_tag);
+      connect_reads(m_tag);
       m_src_checks = app::connect(m_cfg.source, "source checks", m_tag);
       m_heartbeat->reconnect(app::connect(m_cfg.destination, "destination registry", m_tag));
     } catch (const std::exception& again) {
@@ -444,7 +456,7 @@ private:
   std::string m_command;
   tracking::Registry m_registry;
   Clock::time_point m_started = Clock::now();
-  std::unique_ptr<db::Connection> m_src, m_dst, m_marks, m_src_checks;
+  std::unique_ptr<db::Connection> m_src, m_dst, m_marks, m_src_reads, m_src_checks;
   std::shared_ptr<pipeline::DefinitionGuard> m_definitions;  // the source's definitions at the start
   std::vector<pipeline::TableMeta> m_tables;
   std::unique_ptr<locks::LockSession> m_dest_lock, m_src_lock;

@@ -45,6 +45,9 @@ struct Context {
   // The destination connection the remover records its decision on (its move to deleting), beside the main
   // thread's transaction on `dst`; `dst` itself where nothing runs beside it.
   db::Connection* marks = nullptr;
+  // The source connection the plain reads of the next batch run on, beside the delete of the one before on
+  // `src` (pipelined loop); `src` itself where nothing runs beside it.
+  db::Connection* reads = nullptr;
   // The proof that a delete committed (commit_proof.h); owned by the Engine, never null while it runs.
   CommitProof* proof = nullptr;
   // The source tables' definitions at the run's start, checked by every delete transaction (definitions.h);
@@ -75,6 +78,7 @@ struct Context {
   bool copies() const { return mode != Mode::purge; }
   bool sha256() const { return job.processing.verification == config::VerifyMethod::sha256; }
   const TableMeta& root() const { return tables[0]; }
+  db::Connection& read_conn() const { return reads ? *reads : src; }
 };
 
 }  // namespace goarchive::pipeline

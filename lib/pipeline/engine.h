@@ -38,6 +38,9 @@ public:
   const Stats& stats() const { return m_ctx.stats; }
   // The destination connection the source delete records its decision on (archive's pipelined loop).
   void set_marks_connection(db::Connection& conn) { m_ctx.marks = &conn; }
+  // The source connection the next batch's plain read runs on, beside the delete (archive and purge's
+  // pipelined loop); it must be set up as the source data session is.
+  void set_reads_connection(db::Connection& conn) { m_ctx.reads = &conn; }
   // archive: the source database whose goarchive_commits table proves each delete's commit (commit_proof.h).
   void use_commit_proofs(std::string source_db) { m_proof_db = std::move(source_db); }
   // The source definitions every source delete transaction checks (definitions.h); it outlives the engine.

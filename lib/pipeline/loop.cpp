@@ -28,21 +28,27 @@ bool Loop::run(unsigned& batch_no) {
 // batches are in memory (one read ahead, one copying, one deleting, one waiting for its done, which rides in
 // the next copy transaction).
 bool Loop::pipelined(unsigned& batch_no) {
-  std::optional<std::vector<std::string>> cursor;  // touched only by worker tasks, in order
+  std::optional<std::vector<std::string>> cursor;  // touched only by read tasks, one after another
   std::unique_ptr<Batch> current, next, deleting;
   std::vector<std::unique_ptr<Batch>> deleted;  // delete committed, end not yet written
   std::future<void> read_done, delete_done;
-  SourceWorker worker;  // declared last: destroyed (joined) first, before the batches its tasks use
+  // Declared last: destroyed (joined) first, before the batches their tasks use. The next batch's plain read runs
+  // on a thread and a source session of its own when there is one (Context::reads), beside the delete of the
+  // batch before it; else on the worker, after that delete.
+  SourceWorker worker;
+  std::optional<SourceWorker> reader;
+  if (m_ctx.reads) reader.emplace();
+  SourceWorker& reads = reader ? *reader : worker;
   auto submit_read = [&](Batch& b) {
-    return worker.submit([this, &cursor, pb = &b] {
+    return reads.submit([this, &cursor, pb = &b] {
       auto t0 = Clock::now();
       // The cursor follows the keyset, not the batch: roots it skips (open conflicts) are passed over too.
       std::vector<std::string> last = m_reader.read_next(*pb, cursor ? &*cursor : nullptr, false);
       fault::point("after_read");
       pb->keyset_end = last.empty();
       if (!last.empty()) cursor = std::move(last);
-      // The INSERTs, digests and key lists are built on the main thread, in prepare: the source worker carries
-      // the longer half of a batch (the read, then the locked read and the delete of the one before).
+      // The INSERTs, digests and key lists are built on the main thread, in prepare: the source side carries
+      // the longer half of a batch (the read, and the locked read and the delete of the one before).
       pb->t_read = since(t0);
     });
   };
@@ -70,7 +76,7 @@ bool Loop::pipelined(unsigned& batch_no) {
     }
     current->no = ++batch_no;
     next = std::make_unique<Batch>();
-    read_done = submit_read(*next);  // prefetch, behind the delete of the previous batch
+    read_done = submit_read(*next);  // prefetch, beside (or behind) the delete of the previous batch
     // The end of batches deleted so far rides in this batch's copy transaction.
     m_stages.prepare_after(*current, deleted, wait_delete);
     m_ctx.hooks.gate("delete");

@@ -11,7 +11,7 @@ namespace goarchive::pipeline {
 std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector<std::string>* after,
                                                  bool skip_copied) const {
   const TableMeta& root = m_ctx.root();
-  db::Connection& src = m_ctx.src;
+  db::Connection& src = m_ctx.read_conn();
   batch.tables.assign(m_ctx.tables.size(), TableRows{});
   // A job of one table with nothing that holds its roots reads a batch in one statement, which is a consistent
   // snapshot of its own (autocommit): no transaction, three round trips fewer per batch. Anything more (children,
@@ -48,7 +48,7 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
     tb.index(tb.size() - 1, encode_values(tb.rows, tb.size() - 1, root.key_idx), owner);
   }
   m_tree.read_children(src, Side::source, batch, Read::plain);
-  leave_held(batch);
+  leave_held(src, batch);
   if (snapshot) snapshot->commit();
   batch.loaded = true;
   return last;
@@ -75,17 +75,17 @@ void SourceReader::read_known(Batch& batch) const {
   }
   batch.drop_rows_of(withdrawn);
   m_tree.read_children(src, Side::source, batch, Read::plain);
-  leave_held(batch);
+  leave_held(src, batch);
   snapshot.commit();
   batch.loaded = true;
 }
 
 // Roots already held in the snapshot are not copied at all (a copy of a row whose other parent is not archived
 // would fail the archive's foreign-key check); the Remover decides again, under its locks, for the others.
-void SourceReader::leave_held(Batch& batch) const {
+void SourceReader::leave_held(db::Connection& src, Batch& batch) const {
   Holds holds(m_ctx);
   if (!holds.any()) return;
-  holds.check(m_ctx.src, batch, Read::plain, batch);
+  holds.check(src, batch, Read::plain, batch);
   std::vector<bool> drop(batch.roots.size(), false);
   for (int r : batch.roots_with(RootFate::blocked)) drop[static_cast<size_t>(r)] = true;
   batch.drop_rows_of(drop);

@@ -14,16 +14,17 @@ class SourceReader {
 public:
   SourceReader(const Context& ctx, const TreeReader& tree) : m_ctx(ctx), m_tree(tree) {}
 
-  // Fills `batch` with the roots after `after` in key order and their trees. With `skip_copied` (copy-only),
-  // roots this job copied before are left out. Returns the key of the last root the keyset read returned, empty
+  // Fills `batch` with the roots after `after` in key order and their trees, on the context's read connection
+  // (beside the delete on `src` in the pipelined loop). With `skip_copied` (copy-only), roots this job copied
+  // before are left out. Returns the key of the last root the keyset read returned, empty
   // when no root is left.
   std::vector<std::string> read_next(Batch& batch, const std::vector<std::string>* after, bool skip_copied) const;
-  // Reads the trees of the batch's known roots (recovery). A root that no longer matches `where` is withdrawn:
-  // its rows are not read and its fate says so.
+  // Reads the trees of the batch's known roots (recovery), on `src`. A root that no longer matches `where` is
+  // withdrawn: its rows are not read and its fate says so.
   void read_known(Batch& batch) const;
 
 private:
-  void leave_held(Batch& batch) const;
+  void leave_held(db::Connection& src, Batch& batch) const;
 
   const Context& m_ctx;
   const TreeReader& m_tree;

@@ -494,7 +494,7 @@ SLOW = {"batch_size": 5, "delete_batch_size": 4, "sleep": 0.15}
 
 
 class Connections(Base):
-    """Preflight: a run needs at least three source and four destination connections (max_connections). These
+    """Preflight: an archive run needs at least four source and four destination connections (max_connections). These
     servers are this suite's own, so lowering max_connections disturbs nobody."""
 
     def too_few(self, server, needed):
@@ -521,7 +521,7 @@ class Connections(Base):
         self.check(sc, snap, expect, True, "after the rerun")
 
     def test_too_few_source_connections_refused(self):
-        self.too_few("source", 3)
+        self.too_few("source", 4)
 
     def test_too_few_destination_connections_refused(self):
         self.too_few("destination", 4)
