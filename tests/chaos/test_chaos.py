@@ -282,6 +282,15 @@ class Chaos(unittest.TestCase):
 class OracleSanity(unittest.TestCase):
     """The check is not blind: one quiet archive round, then rows corrupted by hand, each reported."""
 
+    def test_groups_join_through_a_chain(self):
+        """The oracle's union-find keeps a chain of joins one group, also after a find halves the path."""
+        groups = chaoskit.Groups()
+        for a, b in ((1, 2), (2, 3), (3, 4), (7, 8)):
+            groups.join(a, b)
+        self.assertEqual({groups.find(x) for x in (1, 2, 3, 4)}, {groups.find(4)})
+        self.assertEqual({groups.find(x) for x in (4, 3, 2, 1)}, {groups.find(1)})
+        self.assertNotEqual(groups.find(1), groups.find(7))
+
     def test_corruption_is_reported(self):
         rng = random.Random(f"{SEED}:sanity")
         schema = Schema("composite", True)

@@ -216,6 +216,8 @@ class Scenario:
             return 0
 
     def cleanup(self):
+        if os.environ.get("GA_KEEP_DBS"):  # debugging: leave the databases for a look by hand
+            return
         for server, db in (("source", self.src_db), ("destination", self.dst_db), ("destination", self.job_schema)):
             try:
                 gatest.sql(server, f"DROP DATABASE IF EXISTS {gatest.quote_ident(db)}")
