@@ -567,7 +567,7 @@ echo "MariaDB $(sq source -e 'SELECT VERSION()'), innodb_flush_log_at_trx_commit
 echo "goarchive $("$BIN" version 2>/dev/null | head -n 1), batch_size $BATCH; pt-archiver $(pt-archiver --version | awk '{print $2}') --limit $BATCH --commit-each."
 echo "Medians of $REPEAT runs (pt-archiver plain: 1), spread min-max; 'vs goarchive' = median seconds / goarchive's"
 echo "median seconds on the same data (> 1: goarchive is faster). Phases: goarchive's median seconds selecting roots"
-echo "and children and deleting (both on the source worker), copying (the whole destination transaction, verify"
+echo "and children (the reader thread) and deleting (the source worker), copying (the whole destination transaction, verify"
 echo "included) and verifying, the main thread waiting for the source worker, and the rest of the wall time beside"
 echo "copy + wait (connecting, preflight, locks, registry, the last batches' end). CPU s: the machine's busy CPU"
 echo "seconds during the run (both servers, the tool and the kernel, all $(nproc) CPUs), median."
