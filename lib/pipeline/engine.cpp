@@ -9,7 +9,8 @@ Context make_context(Mode mode, const config::Job& job, std::vector<TableMeta> t
                      unsigned long long run_id, std::string scope, Hooks hooks) {
   plan::Tree tree(job);
   Context ctx{mode, job, std::move(tables), tree.copy_order(), tree.delete_order(), source, destination, registry,
-              job_id, run_id, std::move(scope), std::move(hooks), Stats{}, nullptr, nullptr, nullptr, nullptr, false, {}};
+              job_id, run_id, std::move(scope), std::move(hooks), Stats{},
+              nullptr, nullptr, nullptr, nullptr, false, {}};
   for (const auto& t : ctx.tables) {
     ctx.stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
     for (const auto& e : t.edges) ctx.gap_locks = ctx.gap_locks || e.config_only;
