@@ -1,5 +1,6 @@
 #include "pipeline/remover.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -306,8 +307,11 @@ void Remover::delete_rows(Batch& batch, const Batch& now) const {
     std::vector<KeyRange> ranges = key_runs(ni, tb, moving(batch, tb, gone), rest);
     if (!rest.empty()) {
       delete_through_parent(batch, now, ni, gone);
-      rest.clear();
-      ranges = key_runs(ni, tb, moving(batch, tb, gone), rest);
+      // Rebuilt only when the parents' keys took rows (a table with several parents, say, goes by key only).
+      if (std::find(gone.begin(), gone.end(), true) != gone.end()) {
+        rest.clear();
+        ranges = key_runs(ni, tb, moving(batch, tb, gone), rest);
+      }
     }
     delete_ranges(batch, ni, ranges);
     std::vector<sql::KeyLiterals> keys;
