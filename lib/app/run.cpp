@@ -233,22 +233,22 @@ private:
   // reads, so that no batch is ever deleted after a change; the boundary then stops on what that check found.
   void add_drift_check() {
     m_definitions = std::make_shared<pipeline::DefinitionGuard>(
-        m_cfg.source.database, pipeline::read_definitions(*m_src_checks, m_cfg.source.database, m_tables));
-    auto dst_then = std::make_shared<pipeline::Definitions>(
-        m_mode == pipeline::Mode::purge ? pipeline::Definitions{}
-                                        : pipeline::read_definitions(*m_dst, m_cfg.destination.database, m_tables));
+        m_cfg.source.database, pipeline::read_definitions(*m_src_checks, m_cfg.source.database, m_tables), "source");
+    std::shared_ptr<pipeline::DefinitionGuard> dst;
+    if (m_mode != pipeline::Mode::purge) {
+      dst = std::make_shared<pipeline::DefinitionGuard>(
+          m_cfg.destination.database, pipeline::read_definitions(*m_dst, m_cfg.destination.database, m_tables),
+          "destination");
+    }
     const bool deletes = m_mode != pipeline::Mode::copy_only;
-    m_control->set_drift_check([this, dst_then, deletes]() -> std::optional<std::string> {
+    m_control->set_drift_check([this, dst, deletes]() -> std::optional<std::string> {
       if (deletes) {
         if (auto why = m_definitions->found()) return why;
       } else if (auto why = m_definitions->check(*m_src_checks, m_tables)) {
         return why;
       }
-      if (dst_then->empty()) return std::nullopt;
       // The destination on the data session, which is the main thread's own between batches.
-      return pipeline::definition_change(
-          *dst_then, pipeline::read_definitions(*m_dst, m_cfg.destination.database, m_tables), "destination",
-          m_cfg.destination.database);
+      return dst ? dst->check(*m_dst, m_tables) : std::nullopt;
     });
   }
 

@@ -22,6 +22,37 @@ Definitions read_definitions(db::Connection& conn, const std::string& database, 
   return out;
 }
 
+Probes read_probes(db::Connection& conn, const std::string& database, const std::vector<TableMeta>& tables) {
+  Probes out;
+  for (const auto& t : tables) {
+    // A table gone has no text: information_schema then says so in the message.
+    try {
+      db::RowSet r = conn.query("SHOW CREATE TABLE " + sql::qualified(database, t.node.table));
+      out[t.node.table] = r.rows() == 1 && r.cols() >= 2 ? probe_text(r.cell(0, 1)) : std::string();
+    } catch (const db::DbError& e) {
+      if (e.code() != 1146) throw;  // ER_NO_SUCH_TABLE
+      out[t.node.table] = std::string();
+    }
+  }
+  return out;
+}
+
+std::string probe_text(std::string create) {
+  // The table options are on the last line that starts with ')': an identifier, comment or default printed
+  // before it cannot come after it. Nothing is cut when the counter is not there (a probe that then changes
+  // with every insert only sends each check to information_schema).
+  const size_t options = create.rfind("\n)");
+  if (options == std::string::npos) return create;
+  static constexpr std::string_view counter = " AUTO_INCREMENT=";
+  const size_t at = create.find(counter, options);
+  if (at == std::string::npos) return create;
+  size_t end = at + counter.size();
+  while (end < create.size() && create[end] >= '0' && create[end] <= '9') ++end;
+  if (end == at + counter.size() || (end < create.size() && create[end] != ' ' && create[end] != '\n')) return create;
+  create.erase(at, end - at);
+  return create;
+}
+
 std::optional<std::string> definition_change(const Definitions& then, const Definitions& now, const char* side,
                                              const std::string& database) {
   for (const auto& [table, def] : then) {
@@ -37,12 +68,24 @@ std::optional<std::string> definition_change(const Definitions& then, const Defi
 }
 
 std::optional<std::string> DefinitionGuard::check(db::Connection& conn, const std::vector<TableMeta>& tables) {
-  auto why = definition_change(m_at_start, read_definitions(conn, m_database, tables), "source", m_database);
-  if (why) {
+  Probes before = read_probes(conn, m_database, tables);
+  {
+    std::lock_guard<std::mutex> g(m_mutex);
+    if (!m_known.empty() && before == m_known) return std::nullopt;
+  }
+  if (auto why = definition_change(m_at_start, read_definitions(conn, m_database, tables), m_side, m_database)) {
     std::lock_guard<std::mutex> g(m_mutex);
     if (!m_found) m_found = why;
+    return why;
   }
-  return why;
+  // Learnt only when no DDL can have come between the probes and information_schema's answer: then these
+  // texts are of the definitions just found unchanged.
+  Probes after = read_probes(conn, m_database, tables);
+  if (after == before) {
+    std::lock_guard<std::mutex> g(m_mutex);
+    m_known = std::move(after);
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> DefinitionGuard::found() const {

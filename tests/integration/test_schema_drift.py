@@ -25,10 +25,10 @@ def tables(sc):
 
 
 class DriftTest(unittest.TestCase):
-    def run_with_alter(self, server, alter, then=None):
+    def run_with_alter(self, server, alter, then=None, processing=None, after=None):
         sc = Scenario(self, "drift")
         tables(sc)
-        cfg = sc.config({"j": JOB}, processing={"batch_size": 4})
+        cfg = sc.config({"j": JOB}, processing=processing or {"batch_size": 4})
         original = sc.snapshot(["p", "c"])
         pause = os.path.join(sc.tmp, "pause")
         open(pause, "w").close()
@@ -46,6 +46,8 @@ class DriftTest(unittest.TestCase):
                 then(sc)
         finally:
             os.unlink(pause)
+        if after:
+            after(sc)
         out, err = proc.communicate(timeout=60)
         return sc, original, proc.returncode, out, err, db
 
@@ -90,6 +92,66 @@ class DriftTest(unittest.TestCase):
         dst_p = set(sc.rows("destination", "p"))
         self.assertEqual(src_p | dst_p, set(original["p"]))
         self.assertEqual(src_p & dst_p, set())
+
+    def test_table_dropped_on_the_destination_mid_run_stops_the_run(self):
+        def drop(sc):
+            q = gatest.quote_ident(sc.dst_db)
+            gatest.sql("destination", f"RENAME TABLE {q}.c TO {q}.c_gone")
+
+        sc, original, rc, out, err, db = self.run_with_alter("destination", "COMMENT = 'going'", drop)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn(f"the definition of destination table {db}.c changed during the run", out + err)
+        self.assertEqual(sc.unfinished(), 0)
+        self.assertEqual(set(sc.rows("source", "p")) & set(sc.rows("destination", "p")), set())
+
+    # A check probes SHOW CREATE TABLE and reads information_schema only when a text is new (definitions.h): a
+    # change that leaves every column as it was (an index, a default, a comment) must not stop the run, and a
+    # column changed after such a change, once its texts are learnt, must still be found.
+    SLOW = {"batch_size": 2, "sleep": 0.3}
+
+    def other_changes(self, sc):
+        gatest.sql("source", f"ALTER TABLE {gatest.quote_ident(sc.src_db)}.c ADD KEY k_v (v), "
+                             "ALTER COLUMN v SET DEFAULT 'x'")
+        gatest.sql("destination", f"ALTER TABLE {gatest.quote_ident(sc.dst_db)}.c ADD KEY k_v (v), "
+                                  "COMMENT = 'archive'")
+
+    def test_an_index_default_or_comment_changed_mid_run_does_not_stop_the_run(self):
+        sc, original, rc, out, err, db = self.run_with_alter("source", "COMMENT = 'live'", self.other_changes,
+                                                             processing=self.SLOW)
+        self.assertEqual(rc, 0, out + err)
+        self.assertNotIn("changed during the run", out + err)
+        self.assertEqual(sc.rows("source", "p"), {})
+        self.assertEqual(sc.rows("source", "c"), {})
+        self.assertEqual(sc.rows("destination", "p"), original["p"])
+        self.assertEqual(sc.rows("destination", "c"), original["c"])
+
+    def test_a_column_added_after_other_changes_still_stops_the_run(self):
+        written = []
+
+        def add_column_later(sc):
+            # Once a batch more has gone, both servers' checks have met the new texts and learnt them.
+            at_pause = len(sc.rows("destination", "p"))
+            deadline = time.time() + 30
+            while len(sc.rows("destination", "p")) < at_pause + 4 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertLess(time.time(), deadline, "the run did not go on after the pause")
+            gatest.sql("source", f"ALTER TABLE {gatest.quote_ident(sc.src_db)}.c ADD COLUMN extra INT NOT NULL "
+                                 "DEFAULT 7")
+            sc.src("UPDATE c SET extra = 42")
+            written.extend(k[0] for k in sc.rows("source", "c"))
+
+        sc, original, rc, out, err, db = self.run_with_alter("source", "COMMENT = 'live'", self.other_changes,
+                                                             processing=self.SLOW, after=add_column_later)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn(f"the definition of source table {db}.c changed during the run", out + err)
+        self.assertTrue(written, "rows were left in the source to write the new column on")
+        src_c, dst_c = sc.rows("source", "c"), sc.rows("destination", "c")
+        for k in written:
+            self.assertIn((k,), src_c, f"c {k} was deleted after the column was added: its extra = 42 is lost")
+            self.assertEqual(src_c[(k,)][3], 42)
+        for k, row in original["c"].items():
+            self.assertTrue((k in src_c) != (k in dst_c), f"c {k} in both or neither")
+        self.assertEqual(sc.unfinished(), 0)
 
 
 if __name__ == "__main__":

@@ -41,3 +41,25 @@ TEST_CASE("Stats::add_conflict counts and names a root once however often the ru
   CHECK(s.roots_conflict == 32);  // the second round names the same 30 roots again
   CHECK(s.conflicts.size() == 20);
 }
+
+TEST_CASE("probe_text: the table's AUTO_INCREMENT counter is left out, nothing else") {
+  using goarchive::pipeline::probe_text;
+  const std::string head = "CREATE TABLE `t` (\n  `id` int(11) NOT NULL AUTO_INCREMENT,\n  PRIMARY KEY (`id`)\n)";
+  CHECK(probe_text(head + " ENGINE=InnoDB AUTO_INCREMENT=42 DEFAULT CHARSET=utf8mb4") ==
+        head + " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+  CHECK(probe_text(head + " ENGINE=InnoDB AUTO_INCREMENT=42 DEFAULT CHARSET=utf8mb4") ==
+        probe_text(head + " ENGINE=InnoDB AUTO_INCREMENT=9000 DEFAULT CHARSET=utf8mb4"));
+  CHECK(probe_text(head + " ENGINE=InnoDB AUTO_INCREMENT=7") == head + " ENGINE=InnoDB");
+  // No counter: unchanged. The column's own AUTO_INCREMENT attribute is never touched.
+  CHECK(probe_text(head + " ENGINE=InnoDB") == head + " ENGINE=InnoDB");
+  // Only the table options: a column named like the option keeps its name, so a rename still shows.
+  const std::string odd = "CREATE TABLE `t` (\n  `a AUTO_INCREMENT=1` int(11)\n) ENGINE=InnoDB";
+  CHECK(probe_text(odd) == odd);
+  CHECK(probe_text("CREATE TABLE `t` (\n  `a AUTO_INCREMENT=2` int(11)\n) ENGINE=InnoDB") != probe_text(odd));
+  // Not a counter (no digits, or digits that run on): kept, so the probe only ever errs towards a full check.
+  CHECK(probe_text(head + " AUTO_INCREMENT= x") == head + " AUTO_INCREMENT= x");
+  CHECK(probe_text(head + " AUTO_INCREMENT=12x") == head + " AUTO_INCREMENT=12x");
+  // Partitions follow the options on further lines.
+  CHECK(probe_text(head + " ENGINE=InnoDB AUTO_INCREMENT=3\n PARTITION BY HASH (`id`)") ==
+        head + " ENGINE=InnoDB\n PARTITION BY HASH (`id`)");
+}
