@@ -4,6 +4,7 @@
 // of roots that stay in the source. Everything runs inside the caller's destination transaction; it never
 // commits, never touches the registry and never writes to the source.
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,14 @@ private:
   size_t delete_by_key(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which);
   // The WHERE clauses that read table t's rows of the batch back for sha256 verification.
   std::vector<std::string> verify_lists(const Batch& batch, size_t t);
+  // sha256 of a root table with a one-column key that is not an integer: reads the batch's key range back
+  // (capped) and compares the batch rows found in it; returns the WHERE clauses, by exact key, of the rows it
+  // did not find. Nothing when the table does not qualify.
+  std::optional<std::vector<std::string>> verify_root_range(const Batch& batch, size_t t, size_t& found);
+  // Compares the destination rows `there` with the copied rows of table t; counts each copied row once in
+  // `found` (and marks it in `seen` when given). Throws on a row that differs.
+  void compare_read_back(const Batch& batch, size_t t, const db::RowSet& there, size_t& found,
+                         std::vector<bool>* seen) const;
   // The destination has an index that starts with table t's foreign-key columns (asked once, on `dst`).
   bool fk_indexed(size_t t);
 

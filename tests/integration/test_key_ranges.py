@@ -133,6 +133,37 @@ class KeyRangeTest(unittest.TestCase):
         self.assertEqual(sc.count("source", "t"), 2970)
         sc.assert_invariant(before)
 
+    def string_keys(self, sc, rows):
+        """u: ROWS rows with an MD5 text key, so that key order is unrelated to `grp` (1, 2 or 3, by seq % 10)."""
+        sc.both(f"CREATE TABLE u (id CHAR(32) CHARACTER SET ascii PRIMARY KEY, grp TINYINT NOT NULL, v VARCHAR(20)) "
+                f"{INNODB}")
+        sc.src(f"INSERT INTO u SELECT MD5(seq), IF(seq % 10 < 8, 1, IF(seq % 10 = 8, 2, 3)), CONCAT('u', seq) "
+               f"FROM seq_1_to_{rows}")
+        sc.src("ANALYZE TABLE u")
+
+    def test_string_keys_are_verified_by_range_and_rows_of_other_runs_are_skipped(self):
+        # A first run archives grp 1 (80% of the rows, spread over the whole key space); the second run's
+        # batches (grp 2) then find many rows of the first in their key range on the destination: the capped
+        # range read skips them, and the batch rows beyond its cap are read by exact key. The third (grp 3)
+        # archives the rest. Every row must arrive once, verified.
+        sc = Scenario(self, "strverify")
+        self.string_keys(sc, 2000)
+        before = sc.snapshot(["u"])
+        log = GeneralLog(self, "destination")
+        for grp in (1, 2, 3):
+            cfg = sc.config({"j": {"root_table": "u", "where": f"grp = {grp}"}}, processing={"batch_size": 50})
+            r = sc.job("archive", cfg)
+            self.assertEqual(r.rc, 0, r)
+            self.assertEqual(sc.count("source", "u"), sum(1 for v in before["u"].values() if v[1] > grp))
+        reads = [s for s in log.statements("SELECT `id`, `grp`, `v` FROM") if "`u`" in s]
+        ranged = [s for s in reads if "`id` >= '" in s and "ORDER BY `id` LIMIT 116" in s]
+        by_key = [s for s in reads if "`id` IN (" in s]
+        self.assertTrue(ranged, reads[:3])
+        self.assertTrue(by_key, "no batch row was read by key after a range reached its cap")
+        self.assertEqual(sc.count("source", "u"), 0)
+        self.assertEqual(sc.rows("destination", "u"), before["u"])
+        sc.assert_invariant(before, [])
+
 
 if __name__ == "__main__":
     unittest.main()
