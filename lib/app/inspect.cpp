@@ -31,8 +31,8 @@ void require_table(db::Connection& src, const std::string& database, const std::
                            sql::quote(database) + " AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME");
   std::vector<std::string> names;
   for (size_t i = 0; i < r.rows(); ++i) {
-    if (r.cell(i, 0) == table) return;
-    names.push_back(r.cell(i, 0));
+    if (r.text(i, 0) == table) return;
+    names.push_back(r.text(i, 0));
   }
   std::string msg = fmt::format("table {} not found in database {}", table, database);
   auto close = close_matches(table, names);
@@ -141,7 +141,7 @@ int locks(const config::Config& cfg, const std::string& name) {
     }
     db::RowSet r = c.query(q);
     for (size_t i = 0; i < ls.size(); ++i) {
-      std::string lock_name = r.cell(0, i);
+      std::string lock_name = r.text(0, i);
       auto h = locks::holder_of(c, lock_name);
       std::cout << fmt::format("{}  {:<11} {:<60} {}\n", lock_name, server, ls[i].description,
                                h ? fmt::format("held by connection {}", h) : "free");

@@ -37,7 +37,7 @@ std::vector<std::string> root_key_columns(const config::Config& cfg, db::Connect
         "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} "
         "AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
         sql::quote(cfg.destination.database), sql::quote(root_table)));
-    for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+    for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.text(i, 0));
   } catch (const db::DbError& e) {
     spdlog::debug("the primary key of {}.{}: {}", cfg.destination.database, root_table, e.what());
   }
@@ -99,30 +99,30 @@ std::vector<JobLine> read_jobs(const config::Config& cfg, db::Connection& dst, c
   std::vector<JobLine> out;
   for (size_t i = 0; i < r.rows(); ++i) {
     JobLine j;
-    j.name = r.cell(i, 0);
-    j.command = r.cell(i, 1);
-    j.source = r.cell(i, 2);
-    j.status = r.cell(i, 3);
-    j.heartbeat = r.cell(i, 4);
-    j.lock_held = r.cell(i, 13) == "1";
+    j.name = r.text(i, 0);
+    j.command = r.text(i, 1);
+    j.source = r.text(i, 2);
+    j.status = r.text(i, 3);
+    j.heartbeat = r.text(i, 4);
+    j.lock_held = r.text(i, 13) == "1";
     // A job marked running is live only while its process holds the job lock: a SIGKILLed run leaves a fresh
     // heartbeat behind for up to 60 s, but the server frees its lock at once.
-    j.live = r.cell(i, 5) == "1" && j.lock_held;
+    j.live = r.text(i, 5) == "1" && j.lock_held;
     j.state = j.status != "running" ? j.status : j.lock_held ? "running" : "stopped (process gone)";
-    j.unfinished = std::stoull(r.cell(i, 6));
-    j.tables = r.cell(i, 7);
-    j.last_status = r.cell(i, 8);
-    j.last_exit = r.cell(i, 9);
-    j.last_reason = r.cell(i, 10);
-    j.summary = r.cell(i, 11);
-    j.last_run = std::stoull(r.cell(i, 12));
-    auto it = counts.find(std::stoull(r.cell(i, 14)));
+    j.unfinished = std::stoull(r.text(i, 6));
+    j.tables = r.text(i, 7);
+    j.last_status = r.text(i, 8);
+    j.last_exit = r.text(i, 9);
+    j.last_reason = r.text(i, 10);
+    j.summary = r.text(i, 11);
+    j.last_run = std::stoull(r.text(i, 12));
+    auto it = counts.find(std::stoull(r.text(i, 14)));
     j.open_conflicts = it == counts.end() ? 0ULL : it->second;
     if (j.open_conflicts > 0) {
       // The first open conflicts, named like the run names them: "orders (id) = (5)".
-      auto columns = root_key_columns(cfg, dst, j.name, r.cell(i, 15));
-      for (const auto& encoded : registry.conflict_keys(dst, std::stoull(r.cell(i, 14)), k_conflicts_shown)) {
-        j.conflicts.push_back(name_root_key(r.cell(i, 15), columns, encoded));
+      auto columns = root_key_columns(cfg, dst, j.name, r.text(i, 15));
+      for (const auto& encoded : registry.conflict_keys(dst, std::stoull(r.text(i, 14)), k_conflicts_shown)) {
+        j.conflicts.push_back(name_root_key(r.text(i, 15), columns, encoded));
       }
     }
     out.push_back(std::move(j));

@@ -256,7 +256,7 @@ private:
     if (m_mode == pipeline::Mode::copy_only) return;
     try {
       db::RowSet r = m_src.query("SELECT @@GLOBAL.log_bin, @@SESSION.sql_log_bin, UPPER(@@SESSION.binlog_format)");
-      if (r.rows() && r.cell(0, 0) == "1" && r.cell(0, 1) == "1" && r.cell(0, 2) == "STATEMENT") {
+      if (r.rows() && r.text(0, 0) == "1" && r.text(0, 1) == "1" && r.text(0, 2) == "STATEMENT") {
         fail("the source logs statements (binlog_format = STATEMENT): goarchive deletes at READ COMMITTED, which "
              "InnoDB can only log as rows; set binlog_format = MIXED or ROW on the source (SET GLOBAL binlog_format "
              "= 'ROW', then reconnect)");
@@ -309,7 +309,7 @@ private:
     try {
       auto max = std::stoll(c.scalar("SELECT @@max_connections").value_or("0"));
       db::RowSet r = c.query("SHOW GLOBAL STATUS LIKE 'Threads_connected'");
-      long long connected = r.rows() ? std::stoll(r.cell(0, 1)) : 0;
+      long long connected = r.rows() ? std::stoll(r.text(0, 1)) : 0;
       long long free_slots = max - connected;
       if (free_slots < needed - 1) {
         fail(fmt::format("the {} allows max_connections = {} and {} are in use: a run needs at least {} {} "

@@ -67,11 +67,11 @@ std::optional<unsigned long long> explained_roots(db::Connection& src, const std
     if (r.names()[c] == "rows") rows = c;
   }
   if (r.rows() != 1 || !type || !rows || r.is_null(0, *type) || r.is_null(0, *rows)) return std::nullopt;
-  const std::string& access = r.cell(0, *type);
+  const std::string& access = r.text(0, *type);
   if (access != "range" && access != "ref" && access != "eq_ref" && access != "const" && access != "ref_or_null") {
     return std::nullopt;
   }
-  return std::stoull(r.cell(0, *rows));
+  return std::stoull(r.text(0, *rows));
 }
 
 // The roots that match `where`, for the progress total and its ETA: a COUNT(*) the server stops after 2 s (a

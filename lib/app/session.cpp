@@ -26,16 +26,16 @@ guard::SourceIdentity source_identity(db::Connection& source, const config::Serv
   id.flavor = source.info().mariadb ? "mariadb" : "mysql";
   if (source.info().mariadb) {
     db::RowSet r = source.query("SELECT @@server_id, @@gtid_domain_id, @@gtid_binlog_state, @@gtid_slave_pos, @@log_bin");
-    id.server_id = std::stoull(r.cell(0, 0));
-    id.gtid_known = r.cell(0, 4) == "1";
-    if (id.gtid_known) id.gtid_domain = std::stoull(r.cell(0, 1));
-    id.gtid_state = r.cell(0, 2) + "," + r.cell(0, 3);
+    id.server_id = std::stoull(r.text(0, 0));
+    id.gtid_known = r.text(0, 4) == "1";
+    if (id.gtid_known) id.gtid_domain = std::stoull(r.text(0, 1));
+    id.gtid_state = r.text(0, 2) + "," + r.text(0, 3);
   } else {
     db::RowSet r = source.query("SELECT @@server_id, @@server_uuid, @@gtid_mode, @@gtid_executed");
-    id.server_id = std::stoull(r.cell(0, 0));
-    id.server_uuid = r.cell(0, 1);
-    id.gtid_known = r.cell(0, 2) == "ON";
-    id.gtid_state = r.cell(0, 3);
+    id.server_id = std::stoull(r.text(0, 0));
+    id.server_uuid = r.text(0, 1);
+    id.gtid_known = r.text(0, 2) == "ON";
+    id.gtid_state = r.text(0, 3);
     try {
       // A Group Replication member cannot tell the group's servers apart by GTID.
       auto group = source.scalar("SELECT @@group_replication_group_name");

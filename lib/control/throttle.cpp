@@ -52,7 +52,7 @@ std::optional<std::string> critical_reason(const config::ThrottleConfig& cfg, lo
 long long threads_running(db::Connection& conn) {
   db::RowSet r = conn.query("SHOW GLOBAL STATUS LIKE 'Threads_running'");
   if (r.rows() != 1 || r.cols() < 2) throw Error(fmt::format("{} does not report Threads_running", conn.label()));
-  return std::stoll(r.cell(0, 1));
+  return std::stoll(r.text(0, 1));
 }
 
 Throttle::Throttle(const config::ThrottleConfig& cfg) : m_cfg(cfg) {}

@@ -156,8 +156,8 @@ void Connection::finish_connect() {
           "sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO', "
           "group_concat_max_len = 1048576");
   RowSet r = query("SELECT @@max_allowed_packet, CONNECTION_ID()");  // one round trip for both
-  if (r.rows() == 1 && !r.is_null(0, 0)) m_max_allowed_packet = std::stoull(r.cell(0, 0));
-  if (r.rows() == 1 && !r.is_null(0, 1)) m_info.connection_id = std::stoull(r.cell(0, 1));
+  if (r.rows() == 1 && !r.is_null(0, 0)) m_max_allowed_packet = std::stoull(r.text(0, 0));
+  if (r.rows() == 1 && !r.is_null(0, 1)) m_info.connection_id = std::stoull(r.text(0, 1));
 }
 
 Connection::~Connection() {
@@ -219,6 +219,7 @@ RowSet Connection::query(std::string_view sql) {
   std::vector<std::string> names;
   for (unsigned int i = 0; i < cols; ++i) names.emplace_back(fields[i].name);
   out.set_columns(std::move(names));
+  out.reserve(static_cast<size_t>(mysql_num_rows(res)) * cols, 0);
   while (MYSQL_ROW row = mysql_fetch_row(res)) {
     unsigned long* lengths = mysql_fetch_lengths(res);
     for (unsigned int i = 0; i < cols; ++i) out.push(row[i], row[i] ? lengths[i] : 0);
@@ -246,7 +247,7 @@ void Connection::stream(std::string_view sql,
 std::optional<std::string> Connection::scalar(std::string_view sql) {
   RowSet r = query(sql);
   if (r.rows() == 0 || r.cols() == 0 || r.is_null(0, 0)) return std::nullopt;
-  return r.cell(0, 0);
+  return r.text(0, 0);
 }
 
 void Connection::begin(bool read_only, bool consistent_snapshot) {

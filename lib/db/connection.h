@@ -15,39 +15,52 @@ struct st_mysql;
 
 namespace goarchive::db {
 
-// Rows of a result, stored flat: cell(i, j) is row i, column j; NULL is distinct from "".
+// Rows of a result, stored flat in one buffer: cell(i, j) is row i, column j; NULL is distinct from "". A view
+// from cell() lives as long as the RowSet and until the next push.
 class RowSet {
 public:
-  size_t rows() const { return m_cols ? m_cells.size() / m_cols : 0; }
+  size_t rows() const { return m_cols ? m_null.size() / m_cols : 0; }
   size_t cols() const { return m_cols; }
-  bool empty() const { return m_cells.empty(); }
+  bool empty() const { return m_null.empty(); }
   bool is_null(size_t row, size_t col) const { return m_null[row * m_cols + col] != 0; }
-  const std::string& cell(size_t row, size_t col) const { return m_cells[row * m_cols + col]; }
+  std::string_view cell(size_t row, size_t col) const {
+    const size_t i = row * m_cols + col;
+    const size_t begin = i ? m_end[i - 1] : 0;
+    return std::string_view(m_data).substr(begin, m_end[i] - begin);
+  }
+  // The cell as an owned string ("" for NULL).
+  std::string text(size_t row, size_t col) const { return std::string(cell(row, col)); }
   std::optional<std::string> get(size_t row, size_t col) const {
     if (is_null(row, col)) return std::nullopt;
-    return cell(row, col);
+    return text(row, col);
   }
   const std::vector<std::string>& names() const { return m_names; }
-  size_t bytes() const { return m_bytes; }
+  size_t bytes() const { return m_data.size(); }
 
   // Building (used by Connection and by tests).
   void set_columns(std::vector<std::string> names) {
     m_names = std::move(names);
     m_cols = m_names.size();
   }
+  // Room for `cells` more cells of `bytes` in all.
+  void reserve(size_t cells, size_t bytes) {
+    m_null.reserve(m_null.size() + cells);
+    m_end.reserve(m_end.size() + cells);
+    m_data.reserve(m_data.size() + bytes);
+  }
   void push(const char* data, size_t len) {
     m_null.push_back(data == nullptr);
-    m_cells.emplace_back(data ? std::string(data, len) : std::string());
-    m_bytes += len;
+    if (data) m_data.append(data, len);
+    m_end.push_back(m_data.size());
   }
   void push_null() { push(nullptr, 0); }
   void push(std::string_view v) { push(v.data(), v.size()); }
 
 private:
   size_t m_cols = 0;
-  size_t m_bytes = 0;
   std::vector<std::string> m_names;
-  std::vector<std::string> m_cells;
+  std::string m_data;          // every cell's bytes, one after another
+  std::vector<size_t> m_end;   // per cell: where its bytes end in m_data
   std::vector<uint8_t> m_null;
 };
 

@@ -29,7 +29,7 @@ void LockSession::name_locks(std::vector<NamedLock>& locks) {
     q += server_expression(locks[i].kind, sql::quote(locks[i].a), sql::quote(locks[i].b));
   }
   db::RowSet r = m_conn->query(q);
-  for (size_t i = 0; i < locks.size(); ++i) locks[i].name = r.cell(0, i);
+  for (size_t i = 0; i < locks.size(); ++i) locks[i].name = r.text(0, i);
 }
 
 int LockSession::acquire(const std::vector<NamedLock>& locks, double timeout_seconds, unsigned long long& holder) {

@@ -10,6 +10,7 @@
 
 #include "db/connection.h"
 #include "tracking/registry.h"
+#include "util/strings.h"
 
 namespace goarchive::pipeline {
 
@@ -25,7 +26,7 @@ struct TableRows {
   db::RowSet rows;
   std::vector<int> root;              // per row: index into Batch::roots, -1 when it belongs to none of them
   std::vector<std::string> key;       // per row: encoded primary key
-  std::vector<std::string> digest;    // per row: SHA-256 of the row serialisation (sha256 mode)
+  std::vector<Digest> digest;         // per row: SHA-256 of the row serialisation (sha256 mode)
   std::unordered_map<std::string, size_t> by_key;
   // Built ahead (prebuild, on the main thread before the copy transaction): the INSERTs, and the primary-key
   // conditions the verification sends (ranges where exact, else exact-key lists).

@@ -18,7 +18,7 @@ Definitions read_definitions(db::Connection& conn, const std::string& database, 
       "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME IN ({}) GROUP BY TABLE_NAME",
       sql::quote(database), names));
   Definitions out;
-  for (size_t i = 0; i < r.rows(); ++i) out[r.cell(i, 0)] = r.cell(i, 1);
+  for (size_t i = 0; i < r.rows(); ++i) out[r.text(i, 0)] = r.text(i, 1);
   return out;
 }
 
@@ -28,7 +28,7 @@ Probes read_probes(db::Connection& conn, const std::string& database, const std:
     // A table gone has no text: information_schema then says so in the message.
     try {
       db::RowSet r = conn.query("SHOW CREATE TABLE " + sql::qualified(database, t.node.table));
-      out[t.node.table] = r.rows() == 1 && r.cols() >= 2 ? probe_text(r.cell(0, 1)) : std::string();
+      out[t.node.table] = r.rows() == 1 && r.cols() >= 2 ? probe_text(r.text(0, 1)) : std::string();
     } catch (const db::DbError& e) {
       if (e.code() != 1146) throw;  // ER_NO_SUCH_TABLE
       out[t.node.table] = std::string();

@@ -254,7 +254,7 @@ std::optional<std::vector<std::string>> DestinationWriter::destination_root_of(s
     t = static_cast<size_t>(m.node.parent);
   }
   std::vector<std::string> key;
-  for (size_t i : m_ctx.root().key_idx) key.push_back(row.cell(at, i));
+  for (size_t i : m_ctx.root().key_idx) key.push_back(row.text(at, i));
   return key;
 }
 
@@ -288,9 +288,9 @@ bool DestinationWriter::fk_indexed(size_t t) {
   db::RowSet idx = m_ctx.dst.query("SHOW INDEX FROM " + m.destination_name);
   std::map<std::string, std::vector<std::string>> columns;
   for (size_t r = 0; r < idx.rows(); ++r) {
-    std::string col = idx.cell(r, 4);
+    std::string col = idx.text(r, 4);
     std::transform(col.begin(), col.end(), col.begin(), [](unsigned char c) { return std::tolower(c); });
-    columns[idx.cell(r, 2)].push_back(col);
+    columns[idx.text(r, 2)].push_back(col);
   }
   std::set<std::string> fk;
   for (std::string c : m.node.foreign_key) {
@@ -329,7 +329,7 @@ std::vector<std::string> DestinationWriter::verify_lists(const Batch& batch, siz
     if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
     if (seen.insert(encode_values(parent.rows, r, m.parent_ref_idx)).second) {
       values.push_back(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
-      if (m.fk_idx.size() == 1) plain.push_back(parent.rows.cell(r, m.parent_ref_idx[0]));
+      if (m.fk_idx.size() == 1) plain.push_back(parent.rows.text(r, m.parent_ref_idx[0]));
     }
   }
   if (m.fk_idx.size() == 1) {

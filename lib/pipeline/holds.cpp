@@ -160,7 +160,7 @@ void Holds::outside(db::Connection& conn, const Batch& tree, Read read, Batch& b
                                                  read == Read::locked ? " LOCK IN SHARE MODE" : ""));
         std::vector<size_t> idx = positions(ref.fk.columns.size());
         for (size_t h = 0; h < hits.rows(); ++h) {
-          unsigned long long n = std::stoull(hits.cell(h, ref.fk.columns.size()));
+          unsigned long long n = std::stoull(hits.text(h, ref.fk.columns.size()));
           auto it = by_value.find(encode_values(hits, h, idx));
           std::vector<const std::vector<size_t>*> which;
           if (it != by_value.end()) which.push_back(&it->second);

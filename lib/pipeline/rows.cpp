@@ -37,7 +37,7 @@ std::string encode_values(const db::RowSet& rows, size_t r, const std::vector<si
       out.append("\xff\xff\xff\xff", 4);
       continue;
     }
-    const std::string& v = rows.cell(r, i);
+    const std::string_view v = rows.cell(r, i);
     append_u32(out, static_cast<uint32_t>(v.size()));
     out += v;
   }
@@ -57,19 +57,21 @@ bool any_null(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx) 
   return std::any_of(idx.begin(), idx.end(), [&](size_t i) { return rows.is_null(r, i); });
 }
 
-std::string row_digest(const db::RowSet& rows, size_t r) {
-  std::string buf;
+Digest row_digest(const db::RowSet& rows, size_t r) {
+  // A buffer per thread, kept between rows: a batch digests thousands of rows.
+  thread_local std::string buf;
+  buf.clear();
   for (size_t c = 0; c < rows.cols(); ++c) {
     if (rows.is_null(r, c)) {
       buf.push_back('\0');
       continue;
     }
-    const std::string& v = rows.cell(r, c);
+    const std::string_view v = rows.cell(r, c);
     buf.push_back('\1');
     append_u32(buf, static_cast<uint32_t>(v.size()));
     buf += v;
   }
-  return sha256(buf);
+  return sha256_digest(buf);
 }
 
 bool same_row(const db::RowSet& a, size_t ra, const db::RowSet& b, size_t rb) {
@@ -146,19 +148,19 @@ std::vector<KeyRange> integer_key_ranges(const std::vector<std::string>& cols, c
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i : which) {
     std::vector<std::string> prefix;
-    for (size_t k = 0; k < last; ++k) prefix.push_back(cell(i, k));
+    for (size_t k = 0; k < last; ++k) prefix.emplace_back(cell(i, k));
     groups[encode_values(prefix)].push_back(i);
   }
   const std::string dot = alias.empty() ? "" : alias + ".";
   for (const auto& [prefix, members] : groups) {
     std::vector<std::string> values;
     values.reserve(members.size());
-    for (size_t i : members) values.push_back(cell(i, last));
+    for (size_t i : members) values.emplace_back(cell(i, last));
     auto runs = sql::integer_runs(values, max_count);
     std::string head, named;
     bool whole = runs.has_value();
     for (size_t k = 0; k < last && whole; ++k) {
-      auto v = sql::integer_runs({cell(members.front(), k)}, 1);  // canonical, and checked
+      auto v = sql::integer_runs({std::string(cell(members.front(), k))}, 1);  // canonical, and checked
       whole = v.has_value();
       if (!whole) break;
       head += fmt::format("{}{} = {} AND ", dot, sql::ident(cols[k]), v->front().lo);
@@ -190,7 +192,7 @@ std::vector<KeyRange> key_ranges(const TableMeta& m, const db::RowSet& rows, con
     return {};
   }
   return integer_key_ranges(
-      m.key_cols, which, [&](size_t r, size_t k) -> const std::string& { return rows.cell(r, m.key_idx[k]); },
+      m.key_cols, which, [&](size_t r, size_t k) -> std::string_view { return rows.cell(r, m.key_idx[k]); },
       max_count, rest);
 }
 
@@ -203,7 +205,7 @@ std::vector<KeyRange> key_ranges(const TableMeta& m, const std::vector<std::vect
     return {};
   }
   return integer_key_ranges(
-      m.key_cols, which, [&](size_t i, size_t k) -> const std::string& { return keys[i][k]; }, max_count, rest);
+      m.key_cols, which, [&](size_t i, size_t k) -> std::string_view { return keys[i][k]; }, max_count, rest);
 }
 
 std::optional<std::string> run_range(const std::string& column, bool integer, const std::vector<std::string>& values,
@@ -212,7 +214,7 @@ std::optional<std::string> run_range(const std::string& column, bool integer, co
   std::vector<size_t> which(values.size()), rest;
   for (size_t i = 0; i < which.size(); ++i) which[i] = i;
   auto ranges = integer_key_ranges(
-      {column}, which, [&](size_t i, size_t) -> const std::string& { return values[i]; }, values.size(), rest, alias);
+      {column}, which, [&](size_t i, size_t) -> std::string_view { return values[i]; }, values.size(), rest, alias);
   if (ranges.size() != 1 || !rest.empty()) return std::nullopt;
   return ranges.front().where;
 }

@@ -9,6 +9,7 @@
 #include "db/connection.h"
 #include "pipeline/table_meta.h"
 #include "plan/sql.h"
+#include "util/strings.h"
 
 namespace goarchive::pipeline {
 
@@ -18,7 +19,7 @@ std::string encode_values(const db::RowSet& rows, size_t r, const std::vector<si
 std::string encode_values(const std::vector<std::string>& values);
 bool any_null(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx);
 // SHA-256 of the row serialisation: per column 0x00 for NULL, else 0x01, 4-byte length, bytes.
-std::string row_digest(const db::RowSet& rows, size_t r);
+Digest row_digest(const db::RowSet& rows, size_t r);
 // Every column byte-equal (NULL equal only to NULL). Both row sets have the same columns.
 bool same_row(const db::RowSet& a, size_t ra, const db::RowSet& b, size_t rb);
 // Copies row r of `from` to the end of `to`.
@@ -43,7 +44,7 @@ struct KeyRange {
   size_t count = 0;
 };
 // Value k (of the key columns) of key i, as text.
-using KeyCell = std::function<const std::string&(size_t i, size_t k)>;
+using KeyCell = std::function<std::string_view(size_t i, size_t k)>;
 // Keys `which` over integer columns `cols` by range where that is exact: the keys that share every column but
 // the last have, in the last, an unbroken run (the usual AUTO_INCREMENT batch, also under a tenant id). Runs are
 // cut at `max_count` keys; the other keys go to `rest`, for exact-key lists. The caller checks that every column

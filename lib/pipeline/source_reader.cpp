@@ -26,7 +26,7 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
   std::vector<std::vector<std::string>> keys;
   for (size_t r = 0; r < rows.rows(); ++r) {
     std::vector<std::string> key;
-    for (size_t i : root.key_idx) key.push_back(rows.cell(r, i));
+    for (size_t i : root.key_idx) key.push_back(rows.text(r, i));
     keys.push_back(std::move(key));
   }
   if (!keys.empty()) last = keys.back();

@@ -117,7 +117,7 @@ void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, 
     if (any_null(parent.rows, r, e.parent_ref_idx)) continue;
     if (parent_root.emplace(encode_values(parent.rows, r, e.parent_ref_idx), parent.root[r]).second) {
       values.push_back(literals(parent.rows, r, e.parent_ref_idx, e.fk_binary));
-      if (e.fk_idx.size() == 1) plain.push_back(parent.rows.cell(r, e.parent_ref_idx[0]));
+      if (e.fk_idx.size() == 1) plain.push_back(parent.rows.text(r, e.parent_ref_idx[0]));
     }
   }
   const bool source = side == Side::source;

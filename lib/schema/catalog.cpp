@@ -60,17 +60,17 @@ FkRows read_fk_rows(db::Connection& conn, const std::string& where, const std::v
       " ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION");
   FkRows out;
   for (size_t i = 0; i < r.rows(); ++i) {
-    if (out.fks.empty() || out.fks.back().name != r.cell(i, 0) || out.fks.back().table != r.cell(i, 2) ||
-        out.fks.back().database != r.cell(i, 1)) {
-      out.fks.push_back(ForeignKey{r.cell(i, 0), r.cell(i, 1), r.cell(i, 2), {}, r.cell(i, 4), r.cell(i, 5), {},
+    if (out.fks.empty() || out.fks.back().name != r.text(i, 0) || out.fks.back().table != r.text(i, 2) ||
+        out.fks.back().database != r.text(i, 1)) {
+      out.fks.push_back(ForeignKey{r.text(i, 0), r.text(i, 1), r.text(i, 2), {}, r.text(i, 4), r.text(i, 5), {},
                                    "RESTRICT"});
-      out.constraint_schema.push_back(r.cell(i, 7));
+      out.constraint_schema.push_back(r.text(i, 7));
       std::vector<bool> values;
-      for (size_t f = 0; f < flags.size(); ++f) values.push_back(r.cell(i, 8 + f) == "1");
+      for (size_t f = 0; f < flags.size(); ++f) values.push_back(r.text(i, 8 + f) == "1");
       out.flags.push_back(std::move(values));
     }
-    out.fks.back().columns.push_back(r.cell(i, 3));
-    out.fks.back().ref_columns.push_back(r.cell(i, 6));
+    out.fks.back().columns.push_back(r.text(i, 3));
+    out.fks.back().ref_columns.push_back(r.text(i, 6));
   }
   return out;
 }
@@ -89,7 +89,7 @@ void add_delete_rules(db::Connection& conn, FkRows& rows) {
     db::RowSet rc = conn.query("SELECT CONSTRAINT_NAME, DELETE_RULE FROM information_schema.REFERENTIAL_CONSTRAINTS "
                                "WHERE CONSTRAINT_SCHEMA = " + sql::quote(key.first) +
                                " AND TABLE_NAME = " + sql::quote(key.second));
-    for (size_t i = 0; i < rc.rows(); ++i) by_name[rc.cell(i, 0)] = rc.cell(i, 1);
+    for (size_t i = 0; i < rc.rows(); ++i) by_name[rc.text(i, 0)] = rc.text(i, 1);
   }
   for (size_t f = 0; f < rows.fks.size(); ++f) {
     const auto& by_name = rules[std::make_pair(rows.constraint_schema[f], rows.fks[f].table)];
@@ -117,8 +117,8 @@ TableInfo read_own(db::Connection& conn, const std::string& database, const std:
                                db + " AND TABLE_NAME = " + tb);
   if (info.rows() == 0) return t;
   t.exists = true;
-  t.table_type = info.cell(0, 0);
-  t.engine = info.cell(0, 1);
+  t.table_type = info.text(0, 0);
+  t.engine = info.text(0, 1);
   db::RowSet cols = conn.query(
       // EXTRA says "VIRTUAL GENERATED" / "STORED GENERATED" on MariaDB and MySQL 8 alike (MySQL has no
       // IS_GENERATED column). Not just "%GENERATED%": MySQL marks `DEFAULT CURRENT_TIMESTAMP` columns
@@ -131,15 +131,15 @@ TableInfo read_own(db::Connection& conn, const std::string& database, const std:
       db + " AND TABLE_NAME = " + tb + " ORDER BY ORDINAL_POSITION");
   for (size_t i = 0; i < cols.rows(); ++i) {
     Column c;
-    c.name = cols.cell(i, 0);
-    c.data_type = cols.cell(i, 1);
-    c.column_type = cols.cell(i, 2);
-    c.collation = cols.cell(i, 3);
-    c.nullable = cols.cell(i, 4) == "YES";
-    c.generated = cols.cell(i, 5) != "NEVER";
+    c.name = cols.text(i, 0);
+    c.data_type = cols.text(i, 1);
+    c.column_type = cols.text(i, 2);
+    c.collation = cols.text(i, 3);
+    c.nullable = cols.text(i, 4) == "YES";
+    c.generated = cols.text(i, 5) != "NEVER";
     c.binary = binary_type(c.data_type);
-    c.has_default = cols.cell(i, 6) == "1";
-    c.auto_increment = cols.cell(i, 7) == "1";
+    c.has_default = cols.text(i, 6) == "1";
+    c.auto_increment = cols.text(i, 7) == "1";
     t.columns.push_back(std::move(c));
   }
   db::RowSet keys = conn.query(
@@ -147,12 +147,12 @@ TableInfo read_own(db::Connection& conn, const std::string& database, const std:
       " AND TABLE_NAME = " + tb + " AND NON_UNIQUE = 0 ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX");
   std::string current;
   for (size_t i = 0; i < keys.rows(); ++i) {
-    if (keys.cell(i, 0) != current || t.unique_keys.empty()) {
-      current = keys.cell(i, 0);
+    if (keys.text(i, 0) != current || t.unique_keys.empty()) {
+      current = keys.text(i, 0);
       t.unique_keys.emplace_back();
     }
-    t.unique_keys.back().push_back(keys.cell(i, 1));
-    if (current == "PRIMARY") t.primary_key.push_back(keys.cell(i, 1));
+    t.unique_keys.back().push_back(keys.text(i, 1));
+    if (current == "PRIMARY") t.primary_key.push_back(keys.text(i, 1));
   }
   FkRows own = read_fk_rows(conn, "k.TABLE_SCHEMA = " + db + " AND k.TABLE_NAME = " + tb, {});
   add_delete_rules(conn, own);
@@ -161,7 +161,7 @@ TableInfo read_own(db::Connection& conn, const std::string& database, const std:
       "SELECT EVENT_MANIPULATION, ACTION_TIMING, TRIGGER_NAME FROM information_schema.TRIGGERS WHERE "
       "EVENT_OBJECT_SCHEMA = " + db + " AND EVENT_OBJECT_TABLE = " + tb);
   for (size_t i = 0; i < trg.rows(); ++i) {
-    t.triggers.push_back(trg.cell(i, 0) + " " + trg.cell(i, 1) + " " + trg.cell(i, 2));
+    t.triggers.push_back(trg.text(i, 0) + " " + trg.text(i, 1) + " " + trg.text(i, 2));
   }
   return t;
 }
@@ -201,18 +201,18 @@ ServerIdentity read_server_identity(db::Connection& conn) {
   ServerIdentity id;
   id.mariadb = conn.info().mariadb;
   db::RowSet r = conn.query("SELECT @@server_id, @@hostname, @@port, @@datadir, @@lower_case_table_names");
-  id.server_id = std::stoull(r.cell(0, 0));
-  id.hostname = r.cell(0, 1);
-  id.port = static_cast<unsigned>(std::stoul(r.cell(0, 2)));
-  id.datadir = r.cell(0, 3);
-  id.case_insensitive_names = r.cell(0, 4) != "0";
+  id.server_id = std::stoull(r.text(0, 0));
+  id.hostname = r.text(0, 1);
+  id.port = static_cast<unsigned>(std::stoul(r.text(0, 2)));
+  id.datadir = r.text(0, 3);
+  id.case_insensitive_names = r.text(0, 4) != "0";
   if (id.mariadb) {
     db::RowSet g = conn.query("SELECT @@gtid_binlog_state, @@gtid_slave_pos");
-    id.gtid_state = g.cell(0, 0) + "," + g.cell(0, 1);
+    id.gtid_state = g.text(0, 0) + "," + g.text(0, 1);
   } else {
     db::RowSet g = conn.query("SELECT @@server_uuid, @@gtid_executed");
-    id.server_uuid = g.cell(0, 0);
-    id.gtid_state = g.cell(0, 1);
+    id.server_uuid = g.text(0, 0);
+    id.gtid_state = g.text(0, 1);
   }
   return id;
 }
@@ -264,7 +264,7 @@ std::string show_create_table(db::Connection& conn, const std::string& database,
   if (r.rows() != 1 || r.cols() < 2) {
     throw Error("SHOW CREATE TABLE " + sql::qualified(database, table) + " returned no table definition");
   }
-  return r.cell(0, 1);
+  return r.text(0, 1);
 }
 
 std::optional<DatabaseDefaults> database_defaults(db::Connection& conn, const std::string& database) {
@@ -272,7 +272,7 @@ std::optional<DatabaseDefaults> database_defaults(db::Connection& conn, const st
       "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = " +
       sql::quote(database));
   if (r.rows() == 0) return std::nullopt;
-  return DatabaseDefaults{r.cell(0, 0), r.cell(0, 1)};
+  return DatabaseDefaults{r.text(0, 0), r.text(0, 1)};
 }
 
 std::vector<ForeignKey> foreign_keys_in(db::Connection& conn, const std::string& database) {

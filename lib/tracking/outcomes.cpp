@@ -44,7 +44,7 @@ std::vector<RootKey> Registry::marked_keys(db::Connection& conn, unsigned long l
       table("root_marks"), table("root_mark_keys"), job_id, sql::quote(state),
       after_hash.empty() ? "''" : sql::hex_literal(after_hash), limit));
   std::vector<RootKey> out;
-  for (size_t i = 0; i < r.rows(); ++i) out.push_back(RootKey{r.cell(i, 1), r.cell(i, 0)});
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(RootKey{r.text(i, 1), r.text(i, 0)});
   return out;
 }
 
@@ -65,7 +65,7 @@ std::vector<std::string> Registry::conflicts(db::Connection& conn, unsigned long
   db::RowSet r = conn.query(
       fmt::format("SELECT root_key FROM {} WHERE job_id = {} ORDER BY created_at", table("conflicts"), job_id));
   std::vector<std::string> out;
-  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.text(i, 0));
   return out;
 }
 
@@ -81,7 +81,7 @@ void Registry::resolve_conflicts(db::Connection& conn, unsigned long long job_id
 std::map<unsigned long long, unsigned long long> Registry::conflict_counts(db::Connection& conn) const {
   db::RowSet r = conn.query(fmt::format("SELECT job_id, COUNT(*) FROM {} GROUP BY job_id", table("conflicts")));
   std::map<unsigned long long, unsigned long long> out;
-  for (size_t i = 0; i < r.rows(); ++i) out[std::stoull(r.cell(i, 0))] = std::stoull(r.cell(i, 1));
+  for (size_t i = 0; i < r.rows(); ++i) out[std::stoull(r.text(i, 0))] = std::stoull(r.text(i, 1));
   return out;
 }
 
@@ -91,7 +91,7 @@ std::vector<std::string> Registry::conflict_keys(db::Connection& conn, unsigned 
                                         "LIMIT {}",
                                         table("conflicts"), job_id, limit));
   std::vector<std::string> out;
-  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.text(i, 0));
   return out;
 }
 

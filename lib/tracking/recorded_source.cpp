@@ -41,15 +41,15 @@ RecordedSource Registry::recorded_source(db::Connection& conn, unsigned long lon
       "FROM {2} j WHERE j.id = {3}",
       table("batches"), sql::quote(scope), table("jobs"), job_id));
   if (r.rows() == 0) return rs;
-  rs.source.flavor = r.cell(0, 0);
-  rs.source.host = r.cell(0, 1);
-  rs.source.port = static_cast<unsigned>(std::stoul(r.cell(0, 2)));
-  rs.source.database = r.cell(0, 3);
-  if (!r.is_null(0, 4)) rs.source.server_id = std::stoull(r.cell(0, 4));
-  rs.source.server_uuid = r.cell(0, 5);
-  rs.root_table = r.cell(0, 6);
-  rs.unfinished_roots = std::stoull(r.cell(0, 7));
-  rs.other_scope_roots = std::stoull(r.cell(0, 8));
+  rs.source.flavor = r.text(0, 0);
+  rs.source.host = r.text(0, 1);
+  rs.source.port = static_cast<unsigned>(std::stoul(r.text(0, 2)));
+  rs.source.database = r.text(0, 3);
+  if (!r.is_null(0, 4)) rs.source.server_id = std::stoull(r.text(0, 4));
+  rs.source.server_uuid = r.text(0, 5);
+  rs.root_table = r.text(0, 6);
+  rs.unfinished_roots = std::stoull(r.text(0, 7));
+  rs.other_scope_roots = std::stoull(r.text(0, 8));
   return rs;
 }
 
@@ -98,21 +98,21 @@ std::vector<GuardHit> Registry::guard_candidates(db::Connection& conn, unsigned 
       table("jobs"), self_job_id, table("job_tables"), in_list(table_keys)));
   for (size_t i = 0; i < r.rows(); ++i) {
     GuardHit h;
-    h.name = r.cell(i, 1);
-    h.status = r.cell(i, 2);
-    h.live = r.cell(i, 3) == "1" && h.status == "running";
-    h.source.flavor = r.cell(i, 4);
-    h.source.host = r.cell(i, 5);
-    h.source.port = static_cast<unsigned>(std::stoul(r.cell(i, 6)));
-    h.source.database = r.cell(i, 7);
-    if (!r.is_null(i, 8)) h.source.server_id = std::stoull(r.cell(i, 8));
-    h.source.server_uuid = r.cell(i, 9);
-    if (!r.is_null(i, 10)) h.source.gtid_domain = std::stoull(r.cell(i, 10));
+    h.name = r.text(i, 1);
+    h.status = r.text(i, 2);
+    h.live = r.text(i, 3) == "1" && h.status == "running";
+    h.source.flavor = r.text(i, 4);
+    h.source.host = r.text(i, 5);
+    h.source.port = static_cast<unsigned>(std::stoul(r.text(i, 6)));
+    h.source.database = r.text(i, 7);
+    if (!r.is_null(i, 8)) h.source.server_id = std::stoull(r.text(i, 8));
+    h.source.server_uuid = r.text(i, 9);
+    if (!r.is_null(i, 10)) h.source.gtid_domain = std::stoull(r.text(i, 10));
     // A domain (MariaDB) or UUID (MySQL) is recorded only for a source that could tell its GTID history.
     h.source.gtid_known = !r.is_null(i, 10) || !h.source.server_uuid.empty();
-    h.copied = std::stoull(r.cell(i, 11));
-    h.deleting = std::stoull(r.cell(i, 12));
-    h.shared_tables = split(r.cell(i, 13), ',');
+    h.copied = std::stoull(r.text(i, 11));
+    h.deleting = std::stoull(r.text(i, 12));
+    h.shared_tables = split(r.text(i, 13), ',');
     for (auto& t : h.shared_tables) t = trim(t);
     if (h.status == "running" || h.copied + h.deleting > 0) out.push_back(std::move(h));
   }

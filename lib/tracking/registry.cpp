@@ -146,12 +146,12 @@ unsigned long long Registry::claim_batch(db::Connection& conn, unsigned long lon
     std::set<std::string> mine;
     for (const auto& k : keys) mine.insert(k.encoded);
     for (size_t i = 0; i < others.rows(); ++i) {
-      for (const auto& k : unpack_keys(others.cell(i, 0))) {
+      for (const auto& k : unpack_keys(others.text(i, 0))) {
         if (mine.count(k)) {
           throw Error(fmt::format("a root of this batch is already claimed as unfinished work by job \"{}\" in the "
                                   "tracking registry {} (no double claiming); rerun that job so its recovery "
                                   "finishes its work",
-                                  others.cell(i, 1), m_schema));
+                                  others.text(i, 1), m_schema));
         }
       }
     }
@@ -213,7 +213,7 @@ std::vector<std::string> Registry::marked(db::Connection& conn, unsigned long lo
   db::RowSet r = conn.query(fmt::format("SELECT root_key_hash FROM {} WHERE job_id = {} AND root_key_hash IN ({}) AND "
                                         "state = {}",
                                         table("root_marks"), job_id, hex_list(hashes), sql::quote(state)));
-  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.cell(i, 0));
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.text(i, 0));
   return out;
 }
 
@@ -245,8 +245,8 @@ std::vector<BatchRow> Registry::unfinished_batches(db::Connection& conn, unsigne
       table("batches"), table("batch_keys"), job_id, scope_filter("b."), after_id, limit));
   std::vector<BatchRow> out;
   for (size_t i = 0; i < r.rows(); ++i) {
-    out.push_back(BatchRow{std::stoull(r.cell(i, 0)), r.cell(i, 1), static_cast<unsigned>(std::stoul(r.cell(i, 2))),
-                           unpack_keys(r.cell(i, 3))});
+    out.push_back(BatchRow{std::stoull(r.text(i, 0)), r.text(i, 1), static_cast<unsigned>(std::stoul(r.text(i, 2))),
+                           unpack_keys(r.text(i, 3))});
   }
   return out;
 }
@@ -257,7 +257,7 @@ std::pair<unsigned long long, unsigned long long> Registry::unfinished_counts(db
                                         "IFNULL(SUM(IF(state = 'deleting', roots, 0)), 0) FROM {} "
                                         "WHERE job_id = {} AND unfinished = 1{}",
                                         table("batches"), job_id, scope_filter("")));
-  return {std::stoull(r.cell(0, 0)), std::stoull(r.cell(0, 1))};
+  return {std::stoull(r.text(0, 0)), std::stoull(r.text(0, 1))};
 }
 
 unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_id, double retention_days) const {
@@ -269,7 +269,7 @@ unsigned long long Registry::prune(db::Connection& conn, unsigned long long job_
         table("batches"), job_id, static_cast<long long>(retention_days * 86400)));
     if (ids.rows() == 0) break;
     std::string list;
-    for (size_t i = 0; i < ids.rows(); ++i) list += (i ? "," : "") + ids.cell(i, 0);
+    for (size_t i = 0; i < ids.rows(); ++i) list += (i ? "," : "") + ids.text(i, 0);
     db::Transaction tx(conn);
     conn.execute(fmt::format("DELETE FROM {} WHERE batch_id IN ({})", table("batch_keys"), list));
     conn.execute(fmt::format("DELETE FROM {} WHERE batch_id IN ({})", table("batch_stayed"), list));

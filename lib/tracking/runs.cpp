@@ -26,13 +26,13 @@ std::optional<JobRow> Registry::find_job(db::Connection& conn, const std::string
                                         k_live_expr, table("jobs"), sql::quote(name)));
   if (r.rows() == 0) return std::nullopt;
   JobRow j;
-  j.id = std::stoull(r.cell(0, 0));
-  j.name = r.cell(0, 1);
-  j.command = r.cell(0, 2);
-  j.status = r.cell(0, 3);
-  if (!r.is_null(0, 4)) j.run_id = std::stoull(r.cell(0, 4));
-  j.version = std::stoull(r.cell(0, 5));
-  j.live = r.cell(0, 6) == "1";
+  j.id = std::stoull(r.text(0, 0));
+  j.name = r.text(0, 1);
+  j.command = r.text(0, 2);
+  j.status = r.text(0, 3);
+  if (!r.is_null(0, 4)) j.run_id = std::stoull(r.text(0, 4));
+  j.version = std::stoull(r.text(0, 5));
+  j.live = r.text(0, 6) == "1";
   return j;
 }
 
@@ -94,8 +94,8 @@ db::RowSet running_runs(db::Connection& conn, const Registry& reg, unsigned long
 // A live heartbeat from this host whose process is gone (killed within the last minute) proves nothing is
 // running: this host can see that.
 bool gone_here(const db::RowSet& running, size_t i, const std::string& host) {
-  if (running.cell(i, 1) != host) return false;
-  auto pid = static_cast<pid_t>(std::stol(running.cell(i, 2)));
+  if (running.text(i, 1) != host) return false;
+  auto pid = static_cast<pid_t>(std::stol(running.text(i, 2)));
   return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
@@ -103,12 +103,12 @@ bool gone_here(const db::RowSet& running, size_t i, const std::string& host) {
 void refuse_live_run(const db::RowSet& running, const std::string& host, const JobRow& job,
                      const std::string& schema) {
   for (size_t i = 0; i < running.rows(); ++i) {
-    if (running.cell(i, 3) == "1" && !gone_here(running, i, host)) {
+    if (running.text(i, 3) == "1" && !gone_here(running, i, host)) {
       throw BusyError(fmt::format("job \"{}\" is already running: run {} on host {} (pid {}) is marked running in the "
                                   "tracking registry {} with a heartbeat {} s ago (live within 60 s); this run did "
                                   "nothing. Try again when that run has ended",
-                                  job.name, running.cell(i, 0), running.cell(i, 1), running.cell(i, 2), schema,
-                                  running.cell(i, 4)));
+                                  job.name, running.text(i, 0), running.text(i, 1), running.text(i, 2), schema,
+                                  running.text(i, 4)));
     }
   }
 }
@@ -117,19 +117,19 @@ void refuse_live_run(const db::RowSet& running, const std::string& host, const J
 // from this host, still at the heartbeat we read).
 void close_stale_runs(db::Connection& conn, const Registry& reg, const db::RowSet& running, const JobRow& job) {
   for (size_t i = 0; i < running.rows(); ++i) {
-    bool stale = running.cell(i, 3) != "1";
+    bool stale = running.text(i, 3) != "1";
     uint64_t closed = conn.execute(fmt::format(
         "UPDATE {} SET status = 'crashed', ended_at = NOW(6), reason = {} WHERE id = {} AND job_id = {} AND "
         "status = 'running' AND {}",
         reg.table("runs"),
         sql::quote(stale ? "no heartbeat within 60 s; closed by the next run"
                          : "process gone from its host; closed by the next run"),
-        running.cell(i, 0), job.id,
-        stale ? fmt::format("NOT {}", k_live_expr) : "heartbeat_at = " + sql::quote(running.cell(i, 5))));
+        running.text(i, 0), job.id,
+        stale ? fmt::format("NOT {}", k_live_expr) : "heartbeat_at = " + sql::quote(running.text(i, 5))));
     if (closed != 1) preempted("closing a stale run", closed, 1);
     spdlog::warn("run {} of job {} on host {} (pid {}) ended without closing its record (crash or kill) and has had "
                  "no heartbeat for {} s: marked crashed",
-                 running.cell(i, 0), job.name, running.cell(i, 1), running.cell(i, 2), running.cell(i, 4));
+                 running.text(i, 0), job.name, running.text(i, 1), running.text(i, 2), running.text(i, 4));
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
@@ -62,7 +63,7 @@ std::string to_hex(std::string_view bytes) {
   return out;
 }
 
-std::string sha256(std::string_view bytes) {
+Digest sha256_digest(std::string_view bytes) {
   // One fetched implementation for the process and one context per thread: EVP_sha256() in EVP_DigestInit_ex
   // looks the algorithm up under a lock on every call, which showed in the profile of 1,000-row batches.
   static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
@@ -70,10 +71,18 @@ std::string sha256(std::string_view bytes) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (!md || !ctx || EVP_DigestInit_ex(ctx.get(), md, nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 || EVP_DigestFinal_ex(ctx.get(), out, &len) != 1) {
+      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 || EVP_DigestFinal_ex(ctx.get(), out, &len) != 1 ||
+      len != 32) {
     throw std::runtime_error("OpenSSL SHA-256 failed");
   }
-  return std::string(reinterpret_cast<char*>(out), len);
+  Digest d;
+  std::memcpy(d.data(), out, d.size());
+  return d;
+}
+
+std::string sha256(std::string_view bytes) {
+  Digest d = sha256_digest(bytes);
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
 }
 
 double parse_duration(std::string_view text, std::string_view what) {

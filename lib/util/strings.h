@@ -1,5 +1,6 @@
 #pragma once
 // Small string helpers shared by every module.
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,9 @@ std::string trim(std::string_view s);
 std::string to_hex(std::string_view bytes);
 // SHA-256 of the bytes, raw 32 bytes.
 std::string sha256(std::string_view bytes);
+using Digest = std::array<unsigned char, 32>;
+// The same, as a value that needs no allocation.
+Digest sha256_digest(std::string_view bytes);
 // Parses "90", "90s", "15m", "2h", "1h30m", "1.5s" into seconds; throws ConfigError naming `what`.
 double parse_duration(std::string_view text, std::string_view what);
 // Formats seconds as "1h02m03s" / "4.2s".
