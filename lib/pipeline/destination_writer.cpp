@@ -29,15 +29,22 @@ void append_load_field(std::string& out, const db::RowSet& rows, size_t r, size_
     out += "\\N";
     return;
   }
-  for (char ch : rows.cell(r, c)) {
-    switch (ch) {
-      case '\\': out += "\\\\"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\0': out += "\\0"; break;
-      default: out += ch;
+  // Runs without a character to escape are appended whole.
+  const std::string_view v = rows.cell(r, c);
+  size_t run = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const char* escaped = nullptr;
+    switch (v[i]) {
+      case '\\': escaped = "\\\\"; break;
+      case '\t': escaped = "\\t"; break;
+      case '\n': escaped = "\\n"; break;
+      case '\0': escaped = "\\0"; break;
+      default: continue;
     }
+    out.append(v.data() + run, i - run).append(escaped, 2);
+    run = i + 1;
   }
+  out.append(v.data() + run, v.size() - run);
 }
 
 // The server refuses LOAD DATA LOCAL (local_infile = OFF, or the client capability is off).
