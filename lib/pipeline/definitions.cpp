@@ -78,8 +78,10 @@ std::optional<std::string> DefinitionGuard::check(db::Connection& conn, const st
     if (!m_found) m_found = why;
     return why;
   }
-  // Learnt only when no DDL can have come between the probes and information_schema's answer: then these
-  // texts are of the definitions just found unchanged.
+  // Learnt only when the probes read the same before and after information_schema's answer, so that these texts
+  // are of the definitions just found unchanged. In a delete transaction no DDL can come between them (its
+  // locked reads hold the metadata locks); at a boundary only a change and its reversal within this one check
+  // could, and there the copy's verification, not this check, protects the rows.
   Probes after = read_probes(conn, m_database, tables);
   if (after == before) {
     std::lock_guard<std::mutex> g(m_mutex);

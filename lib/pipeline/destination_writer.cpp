@@ -335,7 +335,7 @@ std::vector<std::string> DestinationWriter::verify_lists(const Batch& batch, siz
   for (size_t r = 0; r < parent.size(); ++r) {
     if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
     if (seen.insert(encode_values(parent.rows, r, m.parent_ref_idx)).second) {
-      values.push_back(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary));
+      values.push_back(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary, m.fk_integer));
       if (m.fk_idx.size() == 1) plain.push_back(parent.rows.text(r, m.parent_ref_idx[0]));
     }
   }

@@ -105,6 +105,22 @@ sql::KeyLiterals literals(const std::vector<std::string>& values, const std::vec
   return out;
 }
 
+sql::KeyLiterals literals(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
+                          const std::vector<bool>& binary, const std::vector<bool>& integer) {
+  sql::KeyLiterals out;
+  out.reserve(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k) out.push_back(sql::literal(rows.get(r, idx[k]), binary[k], integer[k]));
+  return out;
+}
+
+sql::KeyLiterals literals(const std::vector<std::string>& values, const std::vector<bool>& binary,
+                          const std::vector<bool>& integer) {
+  sql::KeyLiterals out;
+  out.reserve(values.size());
+  for (size_t k = 0; k < values.size(); ++k) out.push_back(sql::literal(values[k], binary[k], integer[k]));
+  return out;
+}
+
 std::vector<std::string> key_lists(const std::vector<std::string>& columns, const std::vector<sql::KeyLiterals>& keys,
                                    size_t max_bytes, const std::string& alias, size_t max_keys) {
   std::vector<std::string> out;
@@ -131,7 +147,7 @@ std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet&
                                            size_t max_bytes) {
   std::vector<sql::KeyLiterals> keys;
   keys.reserve(which.size());
-  for (size_t r : which) keys.push_back(literals(rows, r, m.key_idx, m.key_binary));
+  for (size_t r : which) keys.push_back(literals(rows, r, m.key_idx, m.key_binary, m.key_integer));
   return key_lists(m.key_cols, keys, max_bytes);
 }
 

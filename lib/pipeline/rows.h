@@ -28,6 +28,11 @@ void append_row(db::RowSet& to, const db::RowSet& from, size_t r);
 sql::KeyLiterals literals(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
                           const std::vector<bool>& binary);
 sql::KeyLiterals literals(const std::vector<std::string>& values, const std::vector<bool>& binary);
+// The same, whole numbers bare where the column (of `idx`, or the value's position) is an integer column.
+sql::KeyLiterals literals(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
+                          const std::vector<bool>& binary, const std::vector<bool>& integer);
+sql::KeyLiterals literals(const std::vector<std::string>& values, const std::vector<bool>& binary,
+                          const std::vector<bool>& integer);
 
 // Key lists for WHERE clauses: `columns` IN (...) over `keys`, cut into chunks of at most `max_keys` keys and
 // about `max_bytes` of text, so that no statement reaches max_allowed_packet.

@@ -61,6 +61,7 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
   for (const auto& k : m.key_cols) {
     m.key_idx.push_back(pos(k));
     m.key_binary.push_back(m.binary[m.key_idx.back()]);
+    m.key_integer.push_back(m.integer[m.key_idx.back()]);
   }
   for (const auto& e : node.edges()) {
     EdgeMeta em;
@@ -100,6 +101,7 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
         }
         em.parent_ref_idx.push_back(p);
         em.fk_binary.push_back(child.binary[em.fk_idx[k]] || parent.binary[p]);
+        em.fk_integer.push_back(child.integer[em.fk_idx[k]] && parent.integer[p]);
       }
       em.config_only = !declared_in_database(child, parent.node.table, em.foreign_key);
     }
@@ -107,6 +109,7 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
     child.fk_idx = primary.fk_idx;
     child.parent_ref_idx = primary.parent_ref_idx;
     child.fk_binary = primary.fk_binary;
+    child.fk_integer = primary.fk_integer;
     child.collated_fk = primary.collated_fk;
     child.config_only = primary.config_only;
   }

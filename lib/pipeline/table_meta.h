@@ -17,6 +17,7 @@ struct EdgeMeta {
   std::vector<size_t> fk_idx;          // this table's foreign-key columns
   std::vector<size_t> parent_ref_idx;  // the referenced columns, positions in the parent's `columns`
   std::vector<bool> fk_binary;         // per foreign-key column: either side binary
+  std::vector<bool> fk_integer;        // per foreign-key column: both sides integer columns
   bool collated_fk = false;            // see TableMeta::collated_fk
   bool config_only = false;            // see TableMeta::config_only
 };
@@ -40,9 +41,11 @@ struct TableMeta {
   std::vector<size_t> key_idx;        // primary key columns, positions in `columns`
   std::vector<std::string> key_cols;  // primary key column names
   std::vector<bool> key_binary;       // per key column
+  std::vector<bool> key_integer;      // per key column: an integer column
   std::vector<size_t> fk_idx;         // this table's foreign-key columns (children)
   std::vector<size_t> parent_ref_idx; // the referenced columns, positions in the parent's `columns`
   std::vector<bool> fk_binary;        // per foreign-key column: either side binary
+  std::vector<bool> fk_integer;       // per foreign-key column: both sides integer columns
   std::string select_list;            // quoted column list
   // A foreign-key column compares by collation ('abc' = 'ABC ' under a _ci, PAD SPACE collation): children are
   // then matched to their parent row by the server, through a join that returns the parent's exact key bytes.

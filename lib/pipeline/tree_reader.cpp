@@ -56,7 +56,7 @@ void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read 
     for (size_t i = 0; i < batch.root_keys.size(); ++i) rest.push_back(i);
   }
   std::vector<sql::KeyLiterals> keys;
-  for (size_t i : rest) keys.push_back(literals(batch.root_keys[i], root.key_binary));
+  for (size_t i : rest) keys.push_back(literals(batch.root_keys[i], root.key_binary, root.key_integer));
   for (auto& list : key_lists(root.key_cols, keys, statement_budget(conn))) lists.push_back(std::move(list));
   for (const auto& list : lists) {
     conn.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", columns, from, list, locked ? " FOR UPDATE" : ""),
@@ -116,7 +116,7 @@ void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, 
   for (size_t r = 0; r < parent.size(); ++r) {
     if (any_null(parent.rows, r, e.parent_ref_idx)) continue;
     if (parent_root.emplace(encode_values(parent.rows, r, e.parent_ref_idx), parent.root[r]).second) {
-      values.push_back(literals(parent.rows, r, e.parent_ref_idx, e.fk_binary));
+      values.push_back(literals(parent.rows, r, e.parent_ref_idx, e.fk_binary, e.fk_integer));
       if (e.fk_idx.size() == 1) plain.push_back(parent.rows.text(r, e.parent_ref_idx[0]));
     }
   }

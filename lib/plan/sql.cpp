@@ -64,6 +64,17 @@ std::string literal(const std::optional<std::string>& value, bool binary) {
   return binary ? hex_literal(*value) : quote(*value);
 }
 
+std::string literal(const std::optional<std::string>& value, bool binary, bool integer) {
+  if (!integer || binary || !value || value->empty() || value->size() > 20) return literal(value, binary);
+  const size_t digits = (*value)[0] == '-' ? 1 : 0;
+  // The server's text of a whole number: digits, a '-' before any but 0, no leading zero.
+  if (digits == value->size() || ((*value)[digits] == '0' && value->size() > 1)) return literal(value, binary);
+  for (size_t i = digits; i < value->size(); ++i) {
+    if ((*value)[i] < '0' || (*value)[i] > '9') return literal(value, binary);
+  }
+  return *value;
+}
+
 std::string ident_list(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {

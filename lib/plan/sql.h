@@ -19,6 +19,9 @@ std::string hex_literal(std::string_view bytes);
 std::string literal_list(const std::vector<std::string>& values, bool binary);
 // A value as a literal: NULL, X'..' when binary, else a quoted string.
 std::string literal(const std::optional<std::string>& value, bool binary);
+// The same, but bare digits for a whole number compared with an integer column (`integer`): the server then
+// compares integers instead of converting every quoted constant. Any other text stays quoted.
+std::string literal(const std::optional<std::string>& value, bool binary, bool integer);
 // Comma-separated quoted identifiers.
 std::string ident_list(const std::vector<std::string>& names);
 // "/* goarchive job=<job> run=<run> */" (job names are restricted so they cannot close the comment).

@@ -22,6 +22,7 @@ TableMeta meta(std::vector<std::string> columns, std::vector<bool> integer, std:
   for (size_t i : m.key_idx) m.key_cols.push_back(m.columns[i]);
   m.binary.assign(m.columns.size(), false);
   m.key_binary.assign(m.key_idx.size(), false);
+  for (size_t i : m.key_idx) m.key_integer.push_back(m.integer[i]);
   return m;
 }
 

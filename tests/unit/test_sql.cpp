@@ -54,6 +54,26 @@ TEST_CASE("sql: literal") {
   CHECK(sql::literal(""s, false) == "''");
 }
 
+TEST_CASE("sql: literal of an integer column: whole numbers bare, anything else as before") {
+  CHECK(sql::literal("2001"s, false, true) == "2001");
+  CHECK(sql::literal("-7"s, false, true) == "-7");
+  CHECK(sql::literal("0"s, false, true) == "0");
+  CHECK(sql::literal("18446744073709551615"s, false, true) == "18446744073709551615");
+  CHECK(sql::literal(std::nullopt, false, true) == "NULL");
+  // Not the server's text of a whole number: quoted, compared as before.
+  CHECK(sql::literal("007"s, false, true) == "'007'");
+  CHECK(sql::literal("-0"s, false, true) == "'-0'");
+  CHECK(sql::literal("-"s, false, true) == "'-'");
+  CHECK(sql::literal(""s, false, true) == "''");
+  CHECK(sql::literal("1e3"s, false, true) == "'1e3'");
+  CHECK(sql::literal(" 1"s, false, true) == "' 1'");
+  CHECK(sql::literal("1; DROP TABLE t"s, false, true) == "'1; DROP TABLE t'");
+  CHECK(sql::literal("123456789012345678901"s, false, true) == "'123456789012345678901'");
+  // Not an integer column: quoted even when the text is digits (a VARCHAR '2001' is not the number 2001).
+  CHECK(sql::literal("2001"s, false, false) == "'2001'");
+  CHECK(sql::literal("2001"s, true, true) == "X'32303031'");
+}
+
 TEST_CASE("sql: ident_list") {
   CHECK(sql::ident_list({}).empty());
   CHECK(sql::ident_list({"a"}) == "`a`");
