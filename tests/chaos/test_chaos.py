@@ -171,6 +171,7 @@ class Chaos(unittest.TestCase):
             processing={"batch_size": 100000, "delete_batch_size": p["delete_batch_size"]})
         app = App(model, sc.src_db, f"{SEED}:{i}", threads=3)
         log = []
+        first_conflict = []  # the runs up to the first that reported a conflict, with that run's log tail
         load_mode = p["mode"]
         app.start()
         kills = 0
@@ -191,6 +192,9 @@ class Chaos(unittest.TestCase):
                 rc, out, err = self.goarchive(sc, load_mode, cfg, env=env, kill_after=kill_after)
                 STATS["runs"] += 1
                 log.append(f"{load_mode} ({how}): rc={rc}")
+                if not first_conflict and "in conflict" in out + err:
+                    first_conflict = log[-8:] + ["  its last log lines:"]
+                    first_conflict += ["    " + line for line in tail(err, 25).splitlines()]
                 if rc == -9:
                     kills += 1
                     STATS["kills"] += 1
@@ -259,6 +263,8 @@ class Chaos(unittest.TestCase):
             if any(bad.values()):
                 text += "\n" + report(bad, what)
             text += "\n  goarchive runs (last 12): " + "\n    ".join([""] + log[-12:])
+            if first_conflict:
+                text += "\n  up to the first run that reported a conflict: " + "\n    ".join([""] + first_conflict)
             if os.environ.get("CHAOS_KEEP"):
                 sc.cleanup = lambda: None  # keep the databases for a look
                 text += f"\n  kept: source {sc.src_db}, destination {sc.dst_db}, registry {sc.job_schema}"
