@@ -75,7 +75,8 @@ void DestinationWriter::prebuild(Batch& batch) const {
     }
     std::vector<size_t> rows = all_rows(tb);
     if (m_ctx.copies()) tb.inserts = m_load ? build_loads(batch, t) : build_inserts(batch, t, rows);
-    tb.key_lists = primary_key_where(m_ctx.tables[t], tb, rows, budget);
+    // A root read back by its key range builds its exact-key lists only for the rows the range misses.
+    if (!reads_root_range(batch, t)) tb.key_lists = primary_key_where(m_ctx.tables[t], tb, rows, budget);
   }
   batch.prebuilt = true;
 }
@@ -352,11 +353,9 @@ std::vector<std::string> DestinationWriter::verify_lists(const Batch& batch, siz
 // row is still compared once. Integer keys have their exact ranges already (prebuild).
 std::optional<std::vector<std::string>> DestinationWriter::verify_root_range(const Batch& batch, size_t t,
                                                                              size_t& found) {
+  if (!reads_root_range(batch, t)) return std::nullopt;
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
-  if (!m_ctx.sha256() || t != 0 || m.key_idx.size() != 1 || m.integer[m.key_idx[0]] || tb.size() < 2) {
-    return std::nullopt;
-  }
   const size_t k = m.key_idx[0];
   const std::string column = sql::ident(m.key_cols[0]);
   db::RowSet there = m_ctx.dst.query(fmt::format(
@@ -370,6 +369,11 @@ std::optional<std::vector<std::string>> DestinationWriter::verify_root_range(con
     if (!seen[r]) rest.push_back(r);
   }
   return primary_key_where(m, tb, rest, statement_budget(m_ctx.dst));
+}
+
+bool DestinationWriter::reads_root_range(const Batch& batch, size_t t) const {
+  const TableMeta& m = m_ctx.tables[t];
+  return m_ctx.sha256() && t == 0 && m.key_idx.size() == 1 && !m.integer[m.key_idx[0]] && batch.tables[t].size() >= 2;
 }
 
 void DestinationWriter::compare_read_back(const Batch& batch, size_t t, const db::RowSet& there, size_t& found,
