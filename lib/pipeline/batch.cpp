@@ -1,21 +1,46 @@
 #include "pipeline/batch.h"
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
 
 #include "pipeline/rows.h"
 
 namespace goarchive::pipeline {
 
-void TableRows::index(size_t r, std::string encoded_key, int owner) {
+namespace {
+
+size_t slot_of(std::string_view key, size_t mask) { return std::hash<std::string_view>{}(key) & mask; }
+
+// Row i into the table, or over the slot of an earlier row with the same key: a key indexed twice finds its
+// latest row.
+void put(std::vector<uint32_t>& slots, const std::vector<std::string>& key, size_t i) {
+  size_t mask = slots.size() - 1, at = slot_of(key[i], mask);
+  while (slots[at] != 0 && key[slots[at] - 1] != key[i]) at = (at + 1) & mask;
+  slots[at] = static_cast<uint32_t>(i + 1);
+}
+
+}  // namespace
+
+void TableRows::index(size_t /*r*/, std::string encoded_key, int owner) {
   root.push_back(owner);
-  by_key[encoded_key] = r;
   key.push_back(std::move(encoded_key));
+  if (2 * key.size() > slots.size()) {  // at most half full: rebuilt at four times the keys, a power of two
+    size_t size = 64;
+    while (size < 4 * key.size()) size *= 2;
+    slots.assign(size, 0);
+    for (size_t i = 0; i + 1 < key.size(); ++i) put(slots, key, i);
+  }
+  put(slots, key, key.size() - 1);
 }
 
 std::optional<size_t> TableRows::find(const std::string& encoded_key) const {
-  auto it = by_key.find(encoded_key);
-  if (it == by_key.end()) return std::nullopt;
-  return it->second;
+  if (slots.empty()) return std::nullopt;
+  size_t mask = slots.size() - 1;
+  for (size_t at = slot_of(encoded_key, mask); slots[at] != 0; at = (at + 1) & mask) {
+    if (key[slots[at] - 1] == encoded_key) return slots[at] - 1;
+  }
+  return std::nullopt;
 }
 
 std::vector<size_t> TableRows::rows_of(int owner) const {

@@ -5,7 +5,7 @@
 // and verified counts), the remover (each root's fate, deleted counts), the batch log (registry id, version).
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <cstdint>
 #include <vector>
 
 #include "db/connection.h"
@@ -27,14 +27,15 @@ struct TableRows {
   std::vector<int> root;              // per row: index into Batch::roots, -1 when it belongs to none of them
   std::vector<std::string> key;       // per row: encoded primary key
   std::vector<Digest> digest;         // per row: SHA-256 of the row serialisation (sha256 mode)
-  std::unordered_map<std::string, size_t> by_key;
+  // The rows by encoded key: an open-addressing table of row numbers + 1 (0 empty), no node per row.
+  std::vector<uint32_t> slots;
   // Built ahead (prebuild, on the main thread before the copy transaction): the INSERTs, and the primary-key
   // conditions the verification sends (ranges where exact, else exact-key lists).
   std::vector<Statement> inserts;
   std::vector<std::string> key_lists;
 
   size_t size() const { return rows.rows(); }
-  // Registers row r (already pushed into `rows`) with its encoded key and owner.
+  // Registers row r, the one just pushed into `rows` (r == key.size()), with its encoded key and owner.
   void index(size_t r, std::string encoded_key, int owner);
   std::optional<size_t> find(const std::string& encoded_key) const;
   // Rows owned by root `owner`.

@@ -463,8 +463,10 @@ size_t DestinationWriter::remove_tree_copies(const Batch& batch, const std::vect
     const TableRows& tb = old.tables[static_cast<size_t>(ni)];
     removed += delete_by_key(m_ctx.tables[static_cast<size_t>(ni)], tb.rows, all_rows(tb));
   }
-  spdlog::info("batch {}: removed the earlier destination copy of {} root(s) ({} rows)", batch.no, roots.size(),
-               removed);
+  if (removed > 0) {
+    spdlog::info("batch {}: removed the earlier destination copy of {} root(s) ({} rows)", batch.no, roots.size(),
+                 removed);
+  }
   return removed;
 }
 

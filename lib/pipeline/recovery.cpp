@@ -72,6 +72,11 @@ bool Recovery::run(unsigned& batch_no) {
   auto counts = m_ctx.registry.unfinished_counts(m_ctx.dst, m_ctx.job_id);
   if (counts.first + counts.second == 0) return true;
   spdlog::info("recovery start: {} root(s) copied, {} root(s) deleting", counts.first, counts.second);
+  // Every unfinished batch is adopted, and proven when deleting, before any is taken further; the copies of
+  // those whose source delete never committed are then removed, all of them before any is copied again. A child
+  // the application moved from a root of one such batch to a root of another after they were copied is then
+  // copied once, under its current root, instead of meeting the other batch's copy as a conflict.
+  std::vector<Batch> batches;
   unsigned long long after = 0;
   while (true) {
     if (!m_ctx.hooks.boundary("recovery")) return false;
@@ -79,7 +84,7 @@ bool Recovery::run(unsigned& batch_no) {
     if (rows.empty()) break;
     for (const auto& row : rows) {
       after = row.id;
-      Batch batch;
+      Batch& batch = batches.emplace_back();
       batch.no = ++batch_no;
       batch.id = row.id;
       batch.recovery = true;
@@ -87,10 +92,15 @@ bool Recovery::run(unsigned& batch_no) {
       for (const auto& enc : row.root_keys) batch.add_root(tracking::decode_key(enc));
       m_log.adopt(batch, row.version);
       if (batch.unproven) prove(batch);
-      m_stages.process(batch);
-      m_ctx.stats.recovered += batch.roots.size();
-      if (!m_ctx.hooks.boundary("recovery")) return false;
     }
+  }
+  for (Batch& batch : batches) {
+    if (!batch.unproven && !batch.delete_committed) m_stages.remove_copy(batch);
+  }
+  for (Batch& batch : batches) {
+    if (!m_ctx.hooks.boundary("recovery")) return false;
+    m_stages.process(batch);
+    m_ctx.stats.recovered += batch.roots.size();
   }
   spdlog::info("recovery done: {} root(s) finished", m_ctx.stats.recovered);
   return true;

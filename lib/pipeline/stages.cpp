@@ -31,7 +31,8 @@ void Stages::replace_earlier_copies(Batch& batch) {
     // This job copied these roots before it stopped, and its delete never committed (a batch moves to deleting
     // before its source delete commits): every row of that copy is still in the source, or the application
     // deleted it since. Replace the copy with the current version of each root that still matches `where`,
-    // and drop it for the others (no longer matching, or gone: deleted or re-keyed by the application).
+    // and drop it for the others (no longer matching, or gone: deleted or re-keyed by the application). The
+    // recovery removed it already (remove_copy); this finds what a run stopped in between left.
     std::vector<int> roots(batch.roots.size());
     for (size_t i = 0; i < roots.size(); ++i) roots[i] = static_cast<int>(i);
     m_writer.remove_tree_copies(batch, roots);
@@ -51,6 +52,16 @@ void Stages::replace_earlier_copies(Batch& batch) {
   }
   m_writer.remove_tree_copies(batch, roots);
   m_ctx.registry.unmark(m_ctx.dst, m_ctx.job_id, marked);
+}
+
+void Stages::remove_copy(Batch& batch) {
+  if (!m_ctx.copies()) return;
+  std::vector<int> roots(batch.roots.size());
+  for (size_t i = 0; i < roots.size(); ++i) roots[i] = static_cast<int>(i);
+  db::Transaction tx(m_ctx.dst);
+  m_writer.remove_tree_copies(batch, roots);
+  m_ctx.hooks.before_commit();
+  tx.commit();
 }
 
 void Stages::prepare(Batch& batch, std::vector<Batch*>& finished,

@@ -44,6 +44,9 @@ public:
   // A batch through every stage, one after another (recovery). A batch found deleting is not copied again:
   // its archived copy is read back and the delete compares the source with it (Batch::unproven).
   void process(Batch& batch);
+  // Recovery, before any batch is copied again: removes the destination copy of a batch whose source delete
+  // never committed (its rows are all still in the source), in a transaction of its own. No-op in purge.
+  void remove_copy(Batch& batch);
 
 private:
   // Inside the caller's transaction: the batch is done; archived copies of roots that stayed go with it.

@@ -23,7 +23,8 @@ to a root that is not eligible: reported as "blocked", allowed.
 Environment: CHAOS_SEED (default 20261201), CHAOS_ROUNDS (default 7), CHAOS_SECONDS (seconds of load per round,
 default 15), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
 CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run,
-CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PROOF=1 runs without the commit proof.
+CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PROOF=1 runs without the commit proof,
+CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind).
 It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
 the end. Needs the Debug build (fault hooks).
 """
@@ -118,9 +119,14 @@ def round_params(i, rng):
             diamond, key = True, rng.choice(["int", "composite"])
     large = rng.random() < 0.35
     batch = rng.randint(100, 400) if large else rng.randint(2, 8)
-    return {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
-            "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
-            "roots": rng.randint(150, 260), "diamond": diamond}
+    p = {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
+         "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
+         "roots": rng.randint(150, 260), "diamond": diamond}
+    # CHAOS_FORCE="mode=archive,key=composite,dbfk=1,batch_size=4": every round of that shape (to stress one kind).
+    for item in filter(None, os.environ.get("CHAOS_FORCE", "").split(",")):
+        k, v = item.split("=", 1)
+        p[k] = v if isinstance(p[k], str) else bool(int(v)) if isinstance(p[k], bool) else int(v)
+    return p
 
 
 def kind_of(p):

@@ -128,6 +128,40 @@ class CrashTest(unittest.TestCase):
         self.assertEqual(sc.count("destination", "orders"), ROOTS)
         self.assert_registry_clean(sc, cfg, "archive")
 
+    def test_recovery_of_two_copied_batches_after_a_child_moved_between_them(self):
+        """Killed while batch 1's delete waited after its locked read and batch 2's copy had committed: both are
+        copied, neither delete committed. The application then moves a child from a root of batch 2 to one of
+        batch 1. The rerun recovers batch 1 first, whose root now has that child, while the child's copy on the
+        destination is still batch 2's: that copy is replaced like every copy of a delete that never committed,
+        never taken for a conflict. Every row ends in exactly one server, the moved one in its latest version."""
+        sc, cfg, _ = self.setup_shop("crash_mv")
+        pause = os.path.join(sc.tmp, "pause")
+        open(pause, "w").close()
+        r = sc.job("archive", cfg, "old", env={"GOARCHIVE_PAUSE": f"after_locked_read:1:{pause}",
+                                               "GOARCHIVE_FAULT": "after_copy_commit:2"})
+        self.assertEqual(r.rc, -9, r)
+        states = gatest.sql("destination", f"SELECT state, COUNT(*) FROM {gatest.quote_ident(sc.job_schema)}.batches "
+                                           "GROUP BY state")
+        self.assertEqual({s: n for s, n in states}, {"copied": 2}, "both batches copied, neither deleting")
+        old = sorted(k[0] for k in sc.rows("source", "orders") if k[0] % 2 == 0)
+        first, second = old[0], old[BATCH]  # a root of batch 1, one of batch 2
+        item = sc.src("SELECT MIN(id) FROM order_items WHERE order_id = %s", (second,))[0][0]
+        self.assertIsNotNone(item)
+        self.assertEqual(sc.dst("SELECT order_id FROM order_items WHERE id = %s", (item,)), ((second,),),
+                         "batch 2's copy holds the child under its old root")
+        sc.src("UPDATE order_items SET order_id = %s WHERE id = %s", (first, item))
+        before = sc.snapshot(SHOP_TABLES)
+        r = sc.job("archive", cfg, "old")
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("(a conflict)", r.err)
+        self.assertIn("in conflict 0,", r.out)
+        self.assertIn("recovery start: 14 root(s) copied, 0 root(s) deleting", r.err)
+        sc.assert_invariant(before, SHOP_RELATIONS)
+        self.assertEqual(sc.dst("SELECT order_id FROM order_items WHERE id = %s", (item,)), ((first,),))
+        self.assertEqual((sc.count("source", "orders"), sc.count("destination", "orders")), (ORDERS - ROOTS, ROOTS))
+        self.assert_nothing_duplicated(sc)
+        self.assert_registry_clean(sc, cfg, "archive")
+
     def test_recovery_log_reports_counts_per_state(self):
         sc, cfg, before = self.setup_shop("crash_log")
         # Verification runs inside the copy transaction: a kill there rolls the whole batch back, so the
