@@ -8,8 +8,13 @@
 namespace goarchive::tracking {
 
 void Registry::record_stayed(db::Connection& conn, unsigned long long batch_id, const std::vector<RootKey>& keys) const {
-  if (keys.empty()) return;
-  // A duplicate key is an answer: a retried move to deleting records the same decision again.
+  // The decision replaces any earlier one of the batch: a recovered batch whose earlier, rolled-back delete kept
+  // roots may keep none now, and a recovery of this delete must not take those roots for kept.
+  if (keys.empty()) {
+    conn.execute(fmt::format("DELETE FROM {} WHERE batch_id = {}", table("batch_stayed"), batch_id));
+    return;
+  }
+  // A duplicate key is an answer: a retried move to deleting records its decision over the earlier one.
   conn.execute(fmt::format("INSERT INTO {} (batch_id, root_keys) VALUES ({}, {}) ON DUPLICATE KEY UPDATE "
                            "root_keys = VALUES(root_keys)",
                            table("batch_stayed"), batch_id, sql::hex_literal(pack_keys(keys))));

@@ -111,7 +111,8 @@ public:
   // copy-only's marks with their keys (written by mark_roots with `keys`), paged by hash.
   std::vector<RootKey> marked_keys(db::Connection& conn, unsigned long long job_id, const std::string& state,
                                    const std::string& after_hash, size_t limit) const;
-  // The roots a batch's delete left in the source (batch_stayed), written with its move to deleting.
+  // The roots a batch's delete left in the source (batch_stayed), written with its move to deleting; each
+  // decision replaces the batch's earlier one (keeping none removes it).
   void record_stayed(db::Connection& conn, unsigned long long batch_id, const std::vector<RootKey>& keys) const;
   std::vector<std::string> stayed(db::Connection& conn, unsigned long long batch_id) const;  // encoded keys
   // The commit-proof token of a batch's latest move to deleting (batch_proofs); empty TOKEN forgets it.

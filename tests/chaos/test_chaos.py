@@ -198,7 +198,7 @@ class Chaos(unittest.TestCase):
                 rc, out, err = self.goarchive(sc, load_mode, cfg, env=env, kill_after=kill_after)
                 STATS["runs"] += 1
                 log.append(f"{load_mode} ({how}): rc={rc}")
-                if not first_conflict and "in conflict" in out + err:
+                if not first_conflict and "root(s) are in conflict" in out + err:
                     first_conflict = log[-8:] + ["  its last log lines:"]
                     first_conflict += ["    " + line for line in tail(err, 25).splitlines()]
                 if rc == -9:

@@ -470,6 +470,38 @@ class SafetyLiveTest(unittest.TestCase):
         self.assertEqual(sc.unfinished(), 0)
         self.assertEqual(sc.src("SELECT COUNT(*) FROM goarchive_commits")[0][0], 0, "proofs of done batches stay")
 
+    def test_a_later_decision_that_keeps_nothing_replaces_an_earlier_one_that_kept_a_root(self):
+        """Run 1: root 3 changes after its copy, so the delete keeps it, records that, and is killed before its
+        commit (rolled back). Run 2 recovers the batch: nothing changed since, so its delete keeps nothing and
+        commits, and it is killed before the batch's end. Run 3 finds that delete committed: every root of it is
+        archived. The decision of run 1 must not outlive run 2's (it once did, and run 3 then removed root 3's
+        archived copy as 'left in the source', while the source had deleted it: a lost root)."""
+        sc = Scenario(self, "stale_kept")
+        tree(sc)
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        run = Paused(self, sc, "after_copy_commit:1", "archive", "-c", cfg, "-j", "j",
+                     env={"GOARCHIVE_FAULT": "after_mark_deleting:1"})
+        try:
+            run.wait()
+            app(sc, "UPDATE p SET v = 'NEW' WHERE id = 3")
+        finally:
+            run.release()
+        r = run.finish()
+        self.assertEqual(r.rc, -9, r)
+        stayed = gatest.sql("destination", f"SELECT COUNT(*) FROM {gatest.quote_ident(sc.job_schema)}.batch_stayed")
+        self.assertEqual(stayed[0][0], 1, "run 1 recorded root 3 as kept")
+        latest = sc.snapshot(TABLES)
+        r = sc.job("archive", cfg, env={"GOARCHIVE_FAULT": "after_delete_commit:1"})
+        self.assertEqual(r.rc, -9, r)
+        self.assertEqual(set(sc.rows("source", "p")), {(2,), (4,), (6,)}, "run 2's delete committed")
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("the interrupted delete committed", r.err)
+        self.assertEqual(sc.rows("destination", "p")[(3,)], (3, 1, "NEW"))
+        self.assertEqual(set(sc.rows("destination", "p")), {(1,), (3,), (5,)})
+        sc.assert_invariant(latest, RELATIONS)
+        self.assertEqual(sc.unfinished(), 0)
+
     def test_crash_before_delete_commit_then_root_deleted_leaves_no_copy(self):
         """Killed before the source commit, then the application deletes root 3's whole tree: it is in neither
         server afterwards (without the proof, its archived copy used to be kept: the delete might have committed)."""
