@@ -47,7 +47,9 @@ unsigned BatchLog::mark_deleting(const Batch& batch, db::Connection& conn) const
   }
   db::Transaction tx(conn);
   unsigned v = m_ctx.registry.transition(conn, batch.id, {"copied", "deleting"}, "deleting", batch.version);
-  m_ctx.registry.record_stayed(conn, batch.id, kept);
+  // Only a recovered batch can have an earlier decision (a retry within a run goes through recovery too): it is
+  // replaced, or removed when this one keeps no root.
+  if (!kept.empty() || batch.recovery) m_ctx.registry.record_stayed(conn, batch.id, kept);
   m_ctx.registry.record_proof(conn, batch.id, batch.proof);
   m_ctx.hooks.before_commit();
   tx.commit();
