@@ -3,9 +3,9 @@
 // the registry stores them) and, per table of the tree, the rows read for those roots, each row with the root
 // that owns it. The parts of the pipeline fill it in order: the reader (rows), the writer (statements, copied
 // and verified counts), the remover (each root's fate, deleted counts), the batch log (registry id, version).
+#include <cstdint>
 #include <optional>
 #include <string>
-#include <cstdint>
 #include <vector>
 
 #include "db/connection.h"

@@ -19,6 +19,12 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+std::vector<int> all_roots(const Batch& batch) {
+  std::vector<int> roots(batch.roots.size());
+  for (size_t i = 0; i < roots.size(); ++i) roots[i] = static_cast<int>(i);
+  return roots;
+}
+
 }  // namespace
 
 void Stages::start() {
@@ -33,9 +39,7 @@ void Stages::replace_earlier_copies(Batch& batch) {
     // deleted it since. Replace the copy with the current version of each root that still matches `where`,
     // and drop it for the others (no longer matching, or gone: deleted or re-keyed by the application). The
     // recovery removed it already (remove_copy); this finds what a run stopped in between left.
-    std::vector<int> roots(batch.roots.size());
-    for (size_t i = 0; i < roots.size(); ++i) roots[i] = static_cast<int>(i);
-    m_writer.remove_tree_copies(batch, roots);
+    m_writer.remove_tree_copies(batch, all_roots(batch));
     return;
   }
   if (!m_has_copied_marks) return;
@@ -56,10 +60,8 @@ void Stages::replace_earlier_copies(Batch& batch) {
 
 void Stages::remove_copy(Batch& batch) {
   if (!m_ctx.copies()) return;
-  std::vector<int> roots(batch.roots.size());
-  for (size_t i = 0; i < roots.size(); ++i) roots[i] = static_cast<int>(i);
   db::Transaction tx(m_ctx.dst);
-  m_writer.remove_tree_copies(batch, roots);
+  m_writer.remove_tree_copies(batch, all_roots(batch));
   m_ctx.hooks.before_commit();
   tx.commit();
 }
