@@ -32,6 +32,11 @@ void Remover::remove(Batch& batch) const {
   // child inserted under a root being deleted waits for the commit instead of being orphaned unseen.
   if (m_ctx.gap_locks) m_ctx.src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
   db::Transaction tx(m_ctx.src);
+  const bool returning = m_returning.applies(batch);
+  if (returning && delete_returning(batch)) {
+    commit(batch, tx, t0);
+    return;
+  }
   std::vector<bool> matches;
   m_tree.read_roots(m_ctx.src, Side::source, now, Read::locked, &matches);
   m_tree.read_children(m_ctx.src, Side::source, now, Read::locked);
@@ -45,8 +50,9 @@ void Remover::remove(Batch& batch) const {
   }
   // The commit proof rides in this transaction, inserted before the decision below can be recorded: a recovery
   // that finds the batch deleting and reads the proof under a lock waits for this transaction. A decision made
-  // on an unproven copy carries none, so that its recovery compares versions again.
-  batch.proof = batch.unproven || batch.id == 0 ? "" : m_ctx.proof->stamp(batch.id);
+  // on an unproven copy carries none, so that its recovery compares versions again. (A failed delete_returning
+  // stamped it already.)
+  if (!returning) batch.proof = batch.unproven || batch.id == 0 ? "" : m_ctx.proof->stamp(batch.id);
   // The decision is on the destination before the source commits: a recovery that finds the batch deleting
   // knows which roots this transaction kept, and from the proof whether it committed. It is recorded on its own
   // session while the deletes run, and the commit waits for it.
@@ -62,11 +68,51 @@ void Remover::remove(Batch& batch) const {
     throw;
   }
   if (marked.valid()) batch.version = marked.get();
+  commit(batch, tx, t0);
+}
+
+void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const {
   fault::point("before_delete_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
   fault::point("after_delete_commit");
   batch.t_delete = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The proof first, then the decision that every root goes (on its own session, beside the deletes), then the
+// deletes that return what they removed. When that is not exactly what was copied, or a table's definition
+// changed, the deletes roll back to the savepoint, whose locks the transaction keeps; the caller then decides
+// root by root, and its decision replaces this one before the commit. A crash in between leaves a decision
+// whose proof never committed: the recovery finds the delete rolled back.
+bool Remover::delete_returning(Batch& batch) const {
+  batch.proof = m_ctx.proof->stamp(batch.id);
+  m_ctx.src.execute("SAVEPOINT goarchive_delete");
+  std::future<unsigned> marked;
+  if (m_log.marks_deleting(batch)) {
+    db::Connection& conn = m_ctx.marks ? *m_ctx.marks : m_ctx.dst;
+    marked = std::async(std::launch::async, [this, &batch, &conn] { return m_log.mark_deleting(batch, conn); });
+  }
+  bool done = false;
+  std::string why;
+  try {
+    done = m_returning.run(batch, why);
+    if (done && m_ctx.definitions) {
+      // The deletes hold the table's metadata lock: a definition still the run's start's cannot change now.
+      if (auto changed = m_ctx.definitions->check(m_ctx.src, m_ctx.tables)) {
+        done = false;
+        why = *changed;
+      }
+    }
+  } catch (...) {
+    if (marked.valid()) marked.wait();
+    throw;
+  }
+  if (marked.valid()) batch.version = marked.get();
+  if (done) return true;
+  spdlog::debug("batch {}: {}; deciding root by root under locks", batch.no, why);
+  m_ctx.src.execute("ROLLBACK TO SAVEPOINT goarchive_delete");
+  batch.deleted.assign(m_ctx.tables.size(), 0);
+  return false;
 }
 
 // The locked reads hold the metadata locks of every table of the job until this transaction ends: a table whose

@@ -4,9 +4,12 @@
 // with what was copied, settles each root's fate, deletes the roots that may go (child-first, by exact primary
 // key), records its decision on the destination and commits, all in one source transaction. It never writes
 // the archived rows.
+#include <chrono>
+
 #include "pipeline/batch.h"
 #include "pipeline/batch_log.h"
 #include "pipeline/context.h"
+#include "pipeline/returning_delete.h"
 #include "pipeline/rows.h"
 #include "pipeline/tree_reader.h"
 #include "plan/sql.h"
@@ -15,7 +18,8 @@ namespace goarchive::pipeline {
 
 class Remover {
 public:
-  Remover(const Context& ctx, const TreeReader& tree, const BatchLog& log) : m_ctx(ctx), m_tree(tree), m_log(log) {}
+  Remover(const Context& ctx, const TreeReader& tree, const BatchLog& log)
+      : m_ctx(ctx), m_tree(tree), m_log(log), m_returning(ctx) {}
 
   // Locks, compares, deletes, records the decision (archive: the move to deleting, on ctx.marks) and commits
   // the source; fills batch.fate, batch.deleted and batch.t_delete. Source connection and ctx.marks only (it
@@ -23,6 +27,12 @@ public:
   void remove(Batch& batch) const;
 
 private:
+  // A single-table batch in one pass (returning_delete.h), in `tx` after its savepoint: true when it deleted
+  // exactly the copied rows, with the decision recorded; false when it rolled back to the savepoint, the proof
+  // stamped and the decision recorded that the caller's replaces.
+  bool delete_returning(Batch& batch) const;
+  // The source commit of a batch, between its fault points.
+  void commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const;
   // False when a table of the job changed its definition since the run started: then every root stays (an
   // unproven batch throws instead, rolling back). Source connection only.
   bool definitions_unchanged(Batch& batch) const;
@@ -57,6 +67,7 @@ private:
   const Context& m_ctx;
   const TreeReader& m_tree;
   const BatchLog& m_log;
+  ReturningDelete m_returning;
 };
 
 }  // namespace goarchive::pipeline

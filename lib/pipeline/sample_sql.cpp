@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/engine.h"
+#include "pipeline/returning_delete.h"
 #include "pipeline/rows.h"
 #include "util/strings.h"
 
@@ -63,6 +64,12 @@ std::vector<std::string> Engine::sample_sql() const {
     }
   }
   if (m_ctx.deletes()) {
+    if (ReturningDelete(m_ctx).applies()) {
+      out.push_back(fmt::format("-- delete the roots in one pass (a job of one table), returning what it deleted; "
+                                "unless that is exactly what was copied,\n-- back to a savepoint before it and the "
+                                "locked re-read below\nDELETE FROM {} WHERE {} AND ({}) RETURNING {}",
+                                root.source_name, key_list(root.key_cols), m_ctx.job.where, root.select_list));
+    }
     out.push_back(fmt::format("-- lock and re-read the roots before the delete\nSELECT {} FROM {} WHERE {} FOR UPDATE",
                               root.select_list, root.source_name, key_list(root.key_cols)));
     for (int ni : m_ctx.copy_order) {

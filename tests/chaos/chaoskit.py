@@ -1,7 +1,7 @@
 """Helpers for the randomized live-application test (test_chaos.py): its own servers (campaignkit), the round's
-schema (three tables r -> c -> g with integer, composite or VARCHAR keys, with or without database foreign keys), the
-application threads and their oracle (the model of every row's latest committed version), goarchive under SIGKILL
-(campaignkit), and the closing check.
+schema (three tables r -> c -> g with integer, composite or VARCHAR keys, with or without database foreign keys, or
+the single table r: a job without relations), the application threads and their oracle (the model of every row's
+latest committed version), goarchive under SIGKILL (campaignkit), and the closing check.
 
 The model is location-independent: {table: {key: row}} of what the rows *are* (initial data plus every write the
 application committed with affected rows >= 1, each row read back inside its own transaction, so the model holds the
@@ -60,6 +60,9 @@ class Schema:
     """Tables r (root) -> c (child of r) -> g (child of c); KEY is int | composite | varchar; DBFK: whether the
     database declares the foreign keys (ON UPDATE CASCADE) or the relations exist in the config only.
 
+    TABLES=1: the single table r (a job with no relations: the engine's single-table path); c and g do not exist
+    (TABLES, PARENT, CHILD name r only), DBFK then declares nothing.
+
     DIAMOND: g also has a second parent, r itself (columns r2_*, a second relation {g, parent r}): g's primary
     path is r -> c -> g, its second one r -> g. Usually g.r2 is the root of g's c; when it is another root the
     two roots are joined (a cross-root diamond): they move together in one batch or stay (goarchive(1))."""
@@ -68,8 +71,14 @@ class Schema:
     PARENT = {"c": "r", "g": "c"}
     CHILD = {"r": "c", "c": "g"}
 
-    def __init__(self, key, dbfk, diamond=False):
-        self.key, self.dbfk, self.diamond = key, dbfk, diamond
+    def __init__(self, key, dbfk, diamond=False, tables=3):
+        if tables not in (1, 3):
+            raise ValueError(f"tables={tables}: the chaos schema has 3 tables (r -> c -> g) or 1 (r)")
+        if tables == 1 and diamond:
+            raise ValueError("a diamond needs the three tables (tables=3)")
+        self.key, self.dbfk, self.diamond, self.tables = key, dbfk, diamond, tables
+        if tables == 1:  # instance attributes: the class's three-table ones stay for tables=3
+            self.TABLES, self.PARENT, self.CHILD = ["r"], {}, {}
         self.cols = {}
         self.pk = {}
         self.fk = {}
@@ -126,6 +135,8 @@ class Schema:
     def job(self):
         def one(cols):
             return cols[0] if len(cols) == 1 else cols
+        if self.tables == 1:
+            return {"root_table": "r", "where": self.where}  # no relations: the single-table job
         rels = [{"table": "c", "foreign_key": one(self.fk["c"])},
                 {"table": "g", "parent": "c", "foreign_key": one(self.fk["g"])}]
         if self.diamond:
@@ -134,7 +145,7 @@ class Schema:
 
     def relations(self):
         """(child, fk columns, parent, referenced columns) of every relation, the diamond's second one included."""
-        out = [(t, self.fk[t], self.PARENT[t], self.pk[self.PARENT[t]]) for t in ("c", "g")]
+        out = [(t, self.fk[t], self.PARENT[t], self.pk[self.PARENT[t]]) for t in self.TABLES if t in self.PARENT]
         if self.diamond:
             out.append(("g", self.fk2["g"], "r", self.pk["r"]))
         return out
@@ -280,9 +291,13 @@ class App:
     OPS = {"upd_root": 6, "upd_child": 5, "upd_grandchild": 3, "ins_child": 5, "ins_grandchild": 3, "del_child": 3,
            "del_grandchild": 2, "move_child": 4, "move_grandchild": 2, "new_root_cold": 2, "new_root_hot": 2,
            "flip_where": 4, "rekey_root": 2, "rekey_child": 2}
+    # The single-table shape (Schema.tables == 1): only what makes sense for r, and roots deleted too.
+    OPS_SINGLE = {"upd_root": 6, "new_root_cold": 2, "new_root_hot": 2, "flip_where": 4, "rekey_root": 2,
+                  "del_root": 3}
 
     def __init__(self, model, db, seed, threads=3, pause=0.01):
         self.m, self.s, self.db = model, model.s, db
+        self.ops = self.OPS_SINGLE if self.s.tables == 1 else self.OPS
         self.seed, self.nthreads, self.pause = seed, threads, pause
         self.stop = threading.Event()
         self.threads = []
@@ -312,7 +327,7 @@ class App:
     def _loop(self, i):
         import traceback
         rng = random.Random(f"{self.seed}:app:{i}")
-        ops, weights = list(self.OPS), list(self.OPS.values())
+        ops, weights = list(self.ops), list(self.ops.values())
         conn = None
         try:
             while not self.stop.is_set():
@@ -486,14 +501,16 @@ class App:
             raise Skip()
         tags = self._root_tag(t, key)
         self._lock(cur, t, key, "FOR UPDATE")  # blocks children being added or moved to it meanwhile
-        child = self.s.CHILD[t]
-        cur.execute(f"SELECT {', '.join(q(c) for c in self.s.pk[child])} FROM {q(child)} WHERE "
-                    f"{self.s.kwhere(child, self.s.fk[child])} FOR UPDATE", key)
-        kids = [tuple(r) for r in cur.fetchall()]
+        child = self.s.CHILD.get(t)  # None: the single-table shape, no children to follow
+        kids = []
+        if child:
+            cur.execute(f"SELECT {', '.join(q(c) for c in self.s.pk[child])} FROM {q(child)} WHERE "
+                        f"{self.s.kwhere(child, self.s.fk[child])} FOR UPDATE", key)
+            kids = [tuple(r) for r in cur.fetchall()]
         new = self.m.fresh(t)
         sets_pk = ", ".join(f"{q(c)} = %s" for c in self.s.pk[t])
-        sets_fk = ", ".join(f"{q(c)} = %s" for c in self.s.fk[child])
-        if not self.s.dbfk:
+        if child and not self.s.dbfk:
+            sets_fk = ", ".join(f"{q(c)} = %s" for c in self.s.fk[child])
             for ck in kids:
                 cur.execute(f"UPDATE {q(child)} SET {sets_fk} WHERE {self.s.kwhere(child)}", (*new, *ck))
         kids2 = []  # diamond: the g rows naming this root as their second parent follow too
@@ -560,14 +577,21 @@ class App:
     def rekey_root(self, cur, rng):
         return self._rekey(cur, rng, "r")
 
+    def del_root(self, cur, rng):
+        """The single-table shape only (OPS_SINGLE): a root row deleted. (With children, _delete would follow one
+        level only, which leaves g orphaned: the three-table mix deletes no roots.)"""
+        if self.s.CHILD:
+            raise AssertionError("del_root is an operation of the single-table shape (tables=1)")
+        return self._delete(cur, rng, "r")
+
     def rekey_child(self, cur, rng):
         return self._rekey(cur, rng, "c")
 
 
 # -- initial data ---------------------------------------------------------------------------------------------------
 def load(schema, model, db, rng, roots):
-    """ROOTS roots (about half eligible), 0-4 children each, 0-2 grandchildren per child; fills the model from
-    what the source stores."""
+    """ROOTS roots (about half eligible), 0-4 children each, 0-2 grandchildren per child (the single-table shape:
+    the roots only); fills the model from what the source stores."""
     conn = gatest.connect("source", db, autocommit=False)
     try:
         with conn.cursor() as cur:
@@ -575,6 +599,8 @@ def load(schema, model, db, rng, roots):
             for _ in range(roots):
                 rk = model.fresh("r")
                 rows["r"].append((*rk, int(rng.random() < 0.5), 1, payload(rng, "r"), amount(rng)))
+                if schema.tables == 1:
+                    continue
                 for _ in range(rng.randint(0, 4)):
                     ck = model.fresh("c")
                     rows["c"].append((*ck, *rk, 1, payload(rng, "c"), amount(rng)))

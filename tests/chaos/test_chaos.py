@@ -19,12 +19,16 @@ of the random ones) give g a second parent, r itself: the application locks both
 names the c's own root, sometimes another (a cross-root diamond), and moves g under either parent; the final clean runs
 take every root in one batch, and the oracle exempts only the eligible roots joined (through such g rows, transitively)
 to a root that is not eligible: reported as "blocked", allowed.
+SINGLE-TABLE rounds (tables=1: round 3, and a quarter of the random ones) have the root table r only, a job without
+relations (the engine's single-table path): the application updates, inserts, deletes, re-keys roots and flips their
+`where` column; every mode and key kind, never a diamond.
 
 Environment: CHAOS_SEED (default 20261201), CHAOS_ROUNDS (default 7), CHAOS_SECONDS (seconds of load per round,
 default 15), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
 CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run,
 CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PROOF=1 runs without the commit proof,
-CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind).
+CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind;
+tables=1 forces the single-table shape, tables=3 the three tables).
 It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
 the end. Needs the Debug build (fault hooks).
 """
@@ -77,6 +81,7 @@ def tearDownModule():
 def closing_table():
     s = STATS
     rows = [("rounds (failed)", f"{s['rounds']} ({s['rounds_failed']})"),
+            ("  single-table rounds", s["rounds_single"]),
             ("application writes committed", s["writes"]),
             ("  skipped (row or parent gone) / failed (errors)", f"{s['skipped']} / {s['app_errors']}"),
             ("goarchive runs under load", s["runs"]),
@@ -100,15 +105,16 @@ def closing_table():
 
 
 def round_params(i, rng):
-    """Round I's kind. The first rounds walk a fixed cover of modes x keys x foreign keys x verification, then one
-    diamond round (g under c and under r too); later rounds draw at random, a third of them diamonds (integer or
-    composite keys)."""
-    diamond = False
+    """Round I's kind. The first rounds walk a fixed cover of modes x keys x foreign keys x verification (round 3
+    with the single table r), then one diamond round (g under c and under r too); later rounds draw at random, a
+    third of the archive and purge ones diamonds (integer or composite keys), a quarter of them single-table."""
+    diamond, tables = False, 3
     if i < 6:
         mode = MODES[i % 3]
         key = KEYS[(i + i // 3) % 3]
         dbfk = i % 2 == 0
         verification = ["sha256", "count"][(i // 2) % 2]
+        tables = 1 if i == 3 else 3  # archive, composite keys, count: the single-table job
     elif i == 6:
         mode, key, dbfk, verification, diamond = "archive", "composite", False, "sha256", True
     else:
@@ -121,16 +127,39 @@ def round_params(i, rng):
     batch = rng.randint(100, 400) if large else rng.randint(2, 8)
     p = {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
          "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
-         "roots": rng.randint(150, 260), "diamond": diamond}
+         "roots": rng.randint(150, 260), "diamond": diamond, "tables": tables}
+    # Single-table rounds: drawn after every other draw (so those stay as they were), among the rounds that are no
+    # diamond (2/9 of the random rounds are): 7/9 * 9/28 = a quarter of the random rounds.
+    if i > 6 and not diamond and rng.random() < 9 / 28:
+        p["tables"] = 1
     # CHAOS_FORCE="mode=archive,key=composite,dbfk=1,batch_size=4": every round of that shape (to stress one kind).
+    forced = set()
     for item in filter(None, os.environ.get("CHAOS_FORCE", "").split(",")):
         k, v = item.split("=", 1)
+        if k not in p:
+            raise ValueError(f"CHAOS_FORCE: unknown round parameter {k!r} (one of {', '.join(p)})")
         p[k] = v if isinstance(p[k], str) else bool(int(v)) if isinstance(p[k], bool) else int(v)
+        forced.add(k)
+    if p["tables"] not in (1, 3):
+        raise ValueError(f"CHAOS_FORCE: tables={p['tables']}: 3 (r -> c -> g) or 1 (r only)")
+    if p["tables"] == 1 and p["diamond"]:
+        if "diamond" in forced and "tables" in forced:
+            raise ValueError("CHAOS_FORCE: a diamond needs the three tables (tables=3)")
+        if "diamond" in forced:  # the diamond forced: the round keeps its three tables
+            p["tables"] = 3
+        else:  # single table forced: a drawn diamond round is an ordinary one
+            p["diamond"] = False
     return p
 
 
 def kind_of(p):
-    return (f"{'DIAMOND ' if p['diamond'] else ''}{p['mode']}, {p['key']} keys, {'DB foreign keys' if p['dbfk'] else 'config-only relations'}, "
+    if p["tables"] == 1:  # no relations: dbfk declares nothing
+        shape = "single table, "
+        rels = ""
+    else:
+        shape = "DIAMOND " if p["diamond"] else ""
+        rels = f"{'DB foreign keys' if p['dbfk'] else 'config-only relations'}, "
+    return (f"{shape}{p['mode']}, {p['key']} keys, {rels}"
             f"{p['verification']}, batch {p['batch_size']}/{p['delete_batch_size']}")
 
 
@@ -159,7 +188,7 @@ class Chaos(unittest.TestCase):
         p = round_params(i, rng)
         kind = kind_of(p)
         t0 = time.monotonic()
-        schema = Schema(p["key"], p["dbfk"], p["diamond"])
+        schema = Schema(p["key"], p["dbfk"], p["diamond"], p["tables"])
         sc = Scenario(self, f"chaos{i}")
         for t in schema.TABLES:
             sc.both(schema.ddl(t))
@@ -251,6 +280,7 @@ class Chaos(unittest.TestCase):
             STATS[k] += len(bad.get(k, []))
         allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
         STATS["rounds"] += 1
+        STATS["rounds_single"] += schema.tables == 1
         what = f"[CHAOS_SEED={SEED} round {i}: {kind}]"
         summary = ", ".join(f"{k} {len(v)}" for k, v in bad.items() if v) or "ok"
         if allowed:

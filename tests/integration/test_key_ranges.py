@@ -124,11 +124,16 @@ class KeyRangeTest(unittest.TestCase):
         self.assertEqual(r.rc, 0, r)
         self.assertLess(took, 10, f"the run took {took:.1f}s: it waited for the application's lock on (1, 11)")
         deletes = log.statements("DELETE FROM `" + sc.src_db + "`.`t`")
-        for want in ("`tenant_id` = 1 AND `id` BETWEEN 1 AND 10 ORDER BY `tenant_id`, `id` LIMIT 10",
-                     "`tenant_id` = 2 AND `id` BETWEEN 1 AND 5 ORDER BY `tenant_id`, `id` LIMIT 5",
-                     "`tenant_id` = 2 AND `id` BETWEEN 6 AND 10 ORDER BY `tenant_id`, `id` LIMIT 5",
-                     "`tenant_id` = 3 AND `id` BETWEEN 1 AND 10 ORDER BY `tenant_id`, `id` LIMIT 10"):
-            self.assertTrue(any(want in s for s in deletes), f"{want} not in {deletes}")
+        # A job of one table deletes in one pass, returning what it deleted (no locked re-read), where `where`
+        # still holds; the range still stops at its n-th row.
+        for want in ("(`tenant_id` = 1 AND `id` BETWEEN 1 AND 10) AND (id <= 10) ORDER BY `tenant_id`, `id` LIMIT 10",
+                     "(`tenant_id` = 2 AND `id` BETWEEN 1 AND 5) AND (id <= 10) ORDER BY `tenant_id`, `id` LIMIT 5",
+                     "(`tenant_id` = 2 AND `id` BETWEEN 6 AND 10) AND (id <= 10) ORDER BY `tenant_id`, `id` LIMIT 5",
+                     "(`tenant_id` = 3 AND `id` BETWEEN 1 AND 10) AND (id <= 10) ORDER BY `tenant_id`, `id` LIMIT 10"):
+            self.assertTrue(any(want in s and s.endswith("RETURNING `tenant_id`, `id`, `v`") for s in deletes),
+                            f"{want} not in {deletes}")
+        locked = [s for s in log.statements("FOR UPDATE") if f"`{sc.src_db}`.`t`" in s and "general_log" not in s]
+        self.assertFalse(locked, "a locked re-read of the roots")
         self.assertEqual(sc.count("destination", "t"), 30)
         self.assertEqual(sc.count("source", "t"), 2970)
         sc.assert_invariant(before)

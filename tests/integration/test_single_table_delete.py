@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""The source delete of a job of one table on MariaDB: one pass of DELETE ... WHERE <keys> AND (<where>) RETURNING,
+no locked re-read, and the batch goes only if what the deletes returned is exactly what was copied. Anything else
+rolls back to a savepoint and the batch is decided root by root under locks, whose decision replaces the first one.
+Each test asserts the rows on both servers, the exit code, the statements in the source's general log, and ends
+with the data invariant."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gatest  # noqa: E402
+from scenario import Scenario  # noqa: E402
+from test_key_lists import GeneralLog  # noqa: E402
+from test_safety_live import Paused  # noqa: E402
+
+INNODB = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+JOB = {"root_table": "p", "where": "old = 1"}
+
+
+def table(sc, key="int", rows=8):
+    """p: ROWS rows, `old` = 1 on odd numbers; KEY int (ids 1..ROWS) or varchar ('k01'..)."""
+    col = "id INT" if key == "int" else "id VARCHAR(12)"
+    sc.both(f"CREATE TABLE p ({col} PRIMARY KEY, old TINYINT NOT NULL, v VARCHAR(20)) {INNODB}")
+    val = "seq" if key == "int" else "CONCAT('k', LPAD(seq, 2, '0'))"
+    sc.src(f"INSERT INTO p SELECT {val}, seq % 2, CONCAT('p', seq) FROM seq_1_to_{rows}")
+
+
+def app(sc, stmt):
+    return gatest.sql("source", stmt, db=sc.src_db)
+
+
+class SingleTableDeleteTest(unittest.TestCase):
+    def paused_write(self, sc, cfg, write, env=None):
+        run = Paused(self, sc, "after_copy_commit:1", "archive", "-c", cfg, "-j", "j", env=env)
+        try:
+            run.wait()
+            write()
+        finally:
+            run.release()
+        return run.finish()
+
+    def deletes_and_locked_reads(self, sc, log):
+        on_p = f"`{sc.src_db}`.`p`"
+        stmts = [s for s in log.statements(on_p) if "general_log" not in s]
+        return ([s for s in stmts if s.split("*/")[-1].lstrip().startswith("DELETE")],
+                [s for s in stmts if s.rstrip().endswith("FOR UPDATE")])
+
+    def one_pass(self, key, want):
+        sc = Scenario(self, f"onepass_{key}")
+        table(sc, key)
+        before = sc.snapshot(["p"])
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        deletes, locked = self.deletes_and_locked_reads(sc, log)
+        self.assertEqual(len(deletes), 1, deletes)
+        self.assertIn(want, deletes[0])
+        self.assertTrue(deletes[0].endswith(" RETURNING `id`, `old`, `v`"), deletes)
+        self.assertEqual(locked, [], "a locked re-read of the roots")
+        self.assertEqual(sc.count("destination", "p"), 4)
+        self.assertEqual(sc.count("source", "p"), 4)
+        sc.assert_invariant(before)
+        self.assertEqual(sc.unfinished(), 0)
+
+    def test_unchanged_batch_of_integer_keys_goes_in_one_pass(self):
+        # 1, 3, 5, 7 are no run: exact keys.
+        self.one_pass("int", "WHERE (`id` IN (1,3,5,7)) AND (old = 1)")
+
+    def test_unchanged_batch_of_string_keys_goes_in_one_pass(self):
+        self.one_pass("varchar", "WHERE (`id` IN ('k01','k03','k05','k07')) AND (old = 1)")
+
+    def test_unbroken_integer_run_goes_by_range_in_one_pass(self):
+        sc = Scenario(self, "onepass_run")
+        table(sc)
+        sc.src("UPDATE p SET old = IF(id <= 4, 1, 0)")
+        before = sc.snapshot(["p"])
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        deletes, locked = self.deletes_and_locked_reads(sc, log)
+        self.assertEqual(len(deletes), 1, deletes)
+        self.assertIn("WHERE (`id` BETWEEN 1 AND 4) AND (old = 1) ORDER BY `id` LIMIT 4 RETURNING", deletes[0])
+        self.assertEqual(locked, [])
+        self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), [1, 2, 3, 4])
+        sc.assert_invariant(before)
+
+    def changed_after_copy(self, key, write, stays, message):
+        """WRITE after the copy of the only batch: the one pass finds the difference, rolls back to its savepoint,
+        and the locked re-read keeps STAYS (its archived copy removed); the others are archived."""
+        sc = Scenario(self, f"changed_{key}")
+        table(sc, key)
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        r = self.paused_write(sc, cfg, lambda: app(sc, write))
+        self.assertEqual(r.rc, 0, r)
+        self.assertRegex(r.out + r.err, message)
+        latest = sc.snapshot(["p"])
+        deletes, locked = self.deletes_and_locked_reads(sc, log)
+        self.assertTrue(any(" RETURNING " in s for s in deletes), deletes)
+        self.assertEqual(len(locked), 1, "the batch was not decided again under locks")
+        src, dst = sc.rows("source", "p"), sc.rows("destination", "p")
+        for k in stays:
+            self.assertNotIn(k, dst, f"the archived copy of root {k} stayed")
+        self.assertEqual(set(src) & set(dst), set(), "rows in both servers")
+        self.assertEqual(sc.unfinished(), 0)
+        sc.assert_invariant(latest)
+        return sc, cfg
+
+    def test_root_changed_after_copy_stays_and_a_rerun_archives_its_current_version(self):
+        sc, cfg = self.changed_after_copy("int", "UPDATE p SET v = 'NEW' WHERE id = 3", [(3,)],
+                                          r"p \(id\) = \(3\) changed")
+        self.assertEqual(sc.rows("source", "p")[(3,)], (3, 1, "NEW"))
+        self.assertEqual(set(sc.rows("destination", "p")), {(1,), (5,), (7,)})
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(sc.rows("destination", "p")[(3,)], (3, 1, "NEW"))
+        self.assertEqual(set(sc.rows("source", "p")), {(2,), (4,), (6,), (8,)})
+
+    def test_root_that_no_longer_matches_stays(self):
+        sc, _ = self.changed_after_copy("varchar", "UPDATE p SET old = 0 WHERE id = 'k05'", [("k05",)],
+                                        r"p \(id\) = \('k05'\) (changed|no longer matches `where`)")
+        self.assertEqual(sc.rows("source", "p")[("k05",)], ("k05", 0, "p5"))
+        self.assertEqual(set(sc.rows("destination", "p")), {("k01",), ("k03",), ("k07",)})
+
+    def test_root_deleted_after_copy_is_in_neither_server(self):
+        sc, _ = self.changed_after_copy("int", "DELETE FROM p WHERE id = 7", [(7,)], r"p \(id\) = \(7\) is gone")
+        self.assertNotIn((7,), sc.rows("source", "p"))
+        self.assertEqual(set(sc.rows("destination", "p")), {(1,), (3,), (5,)})
+
+    def test_kill_after_the_decision_that_replaced_the_first_one(self):
+        """Root 3 changes after the copy: the one pass records "every root goes", rolls back, and the locked re-read
+        records "root 3 stays"; killed right after that second decision, before the source commit. The rerun finds
+        the commit proof absent (the delete rolled back), archives every cold root, root 3 in its new version."""
+        sc = Scenario(self, "second_decision")
+        table(sc)
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        r = self.paused_write(sc, cfg, lambda: app(sc, "UPDATE p SET v = 'NEW' WHERE id = 3"),
+                              env={"GOARCHIVE_FAULT": "after_mark_deleting:2"})
+        self.assertEqual(r.rc, -9, r)
+        latest = sc.snapshot(["p"])
+        self.assertEqual(sc.count("source", "p"), 8, "the killed delete transaction was not rolled back")
+        stayed = gatest.sql("destination", f"SELECT COUNT(*) FROM {gatest.quote_ident(sc.job_schema)}.batch_stayed")
+        self.assertEqual(stayed[0][0], 1, "the second decision (root 3 stays) was not recorded")
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("the interrupted delete rolled back (its commit proof is not in the source)", r.err)
+        self.assertEqual(sc.rows("destination", "p")[(3,)], (3, 1, "NEW"))
+        self.assertEqual(set(sc.rows("source", "p")), {(2,), (4,), (6,), (8,)})
+        sc.assert_invariant(latest)
+        self.assertEqual(sc.unfinished(), 0)
+
+    def test_kill_after_the_one_pass_decision_and_at_its_commit(self):
+        for point, says in (("after_mark_deleting:1", "the interrupted delete rolled back"),
+                            ("after_delete_commit:1", "the interrupted delete committed")):
+            with self.subTest(point=point):
+                sc = Scenario(self, "onepass_kill")
+                table(sc)
+                before = sc.snapshot(["p"])
+                cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+                r = sc.job("archive", cfg, env={"GOARCHIVE_FAULT": point})
+                self.assertEqual(r.rc, -9, r)
+                r = sc.job("archive", cfg)
+                self.assertEqual(r.rc, 0, r)
+                self.assertIn(says, r.err)
+                self.assertEqual(set(sc.rows("destination", "p")), {(1,), (3,), (5,), (7,)})
+                self.assertEqual(set(sc.rows("source", "p")), {(2,), (4,), (6,), (8,)})
+                sc.assert_invariant(before)
+                self.assertEqual(sc.unfinished(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
