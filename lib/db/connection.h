@@ -35,7 +35,6 @@ public:
     return text(row, col);
   }
   const std::vector<std::string>& names() const { return m_names; }
-  size_t bytes() const { return m_data.size(); }
 
   // Building (used by Connection and by tests).
   void set_columns(std::vector<std::string> names) {

@@ -22,7 +22,7 @@ void put(std::vector<uint32_t>& slots, const std::vector<std::string>& key, size
 
 }  // namespace
 
-void TableRows::index(size_t /*r*/, std::string encoded_key, int owner) {
+void TableRows::index(std::string encoded_key, int owner) {
   root.push_back(owner);
   key.push_back(std::move(encoded_key));
   if (2 * key.size() > slots.size()) {  // at most half full: rebuilt at four times the keys, a power of two
@@ -77,7 +77,7 @@ void Batch::drop_rows_of(const std::vector<bool>& drop) {
       int owner = tb.root[r];
       if (owner >= 0 && static_cast<size_t>(owner) < drop.size() && drop[static_cast<size_t>(owner)]) continue;
       append_row(kept.rows, tb.rows, r);
-      kept.index(kept.size() - 1, tb.key[r], owner);
+      kept.index(tb.key[r], owner);
     }
     tb = std::move(kept);
   }

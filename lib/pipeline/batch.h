@@ -35,8 +35,8 @@ struct TableRows {
   std::vector<std::string> key_lists;
 
   size_t size() const { return rows.rows(); }
-  // Registers row r, the one just pushed into `rows` (r == key.size()), with its encoded key and owner.
-  void index(size_t r, std::string encoded_key, int owner);
+  // Registers the row just pushed into `rows` (the next one without a key) with its encoded key and owner.
+  void index(std::string encoded_key, int owner);
   std::optional<size_t> find(const std::string& encoded_key) const;
   // Rows owned by root `owner`.
   std::vector<size_t> rows_of(int owner) const;

@@ -46,14 +46,14 @@ std::vector<std::string> ReturningDelete::conditions(const Batch& batch) const {
 bool ReturningDelete::run(Batch& batch, std::string& why) const {
   const TableMeta& m = m_ctx.root();
   const TableRows& copied = batch.tables[0];
-  TableRows got;
-  got.rows.set_columns(m.columns);
+  db::RowSet got;
+  got.set_columns(m.columns);
   const size_t ncols = m.columns.size();
   try {
     for (const auto& cond : conditions(batch)) {
       m_ctx.src.stream(fmt::format("DELETE FROM {} WHERE {} RETURNING {}", m.source_name, cond, m.select_list),
                        [&](const char* const* cells, const unsigned long* lengths, size_t) {
-                         for (size_t c = 0; c < ncols; ++c) got.rows.push(cells[c], cells[c] ? lengths[c] : 0);
+                         for (size_t c = 0; c < ncols; ++c) got.push(cells[c], cells[c] ? lengths[c] : 0);
                        });
     }
   } catch (const db::DbError& e) {
@@ -66,19 +66,19 @@ bool ReturningDelete::run(Batch& batch, std::string& why) const {
     return false;
   }
   std::vector<bool> seen(copied.size(), false);
-  for (size_t r = 0; r < got.size(); ++r) {
-    auto at = copied.find(encode_values(got.rows, r, m.key_idx));
+  for (size_t r = 0; r < got.rows(); ++r) {
+    auto at = copied.find(encode_values(got, r, m.key_idx));
     if (!at || seen[*at]) {
-      why = name_row(m, got.rows, r) + " matched `where` inside the batch's key range but was not copied";
+      why = name_row(m, got, r) + " matched a key of the batch but is not a row that was copied";
       return false;
     }
     seen[*at] = true;
-    if (!same_row(copied.rows, *at, got.rows, r)) {
+    if (!same_row(copied.rows, *at, got, r)) {
       why = name_row(m, copied.rows, *at) + " changed";
       return false;
     }
   }
-  if (got.size() != copied.size()) {
+  if (got.rows() != copied.size()) {
     for (size_t r = 0; r < copied.size(); ++r) {
       if (!seen[r]) {
         why = name_row(m, copied.rows, r) + " is gone or no longer matches `where`";
@@ -87,7 +87,7 @@ bool ReturningDelete::run(Batch& batch, std::string& why) const {
     }
     return false;
   }
-  batch.deleted[0] += got.size();
+  batch.deleted[0] += got.rows();
   return true;
 }
 

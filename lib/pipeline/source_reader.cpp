@@ -45,7 +45,7 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
     int owner = static_cast<int>(batch.roots.size());
     batch.add_root(std::move(keys[r]));
     append_row(tb.rows, rows, r);
-    tb.index(tb.size() - 1, encode_values(tb.rows, tb.size() - 1, root.key_idx), owner);
+    tb.index(encode_values(tb.rows, tb.size() - 1, root.key_idx), owner);
   }
   m_tree.read_children(src, Side::source, batch, Read::plain);
   leave_held(src, batch);

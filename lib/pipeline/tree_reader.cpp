@@ -68,7 +68,7 @@ void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read 
   for (size_t r = 0; r < tb.size(); ++r) {
     std::string key = encode_values(tb.rows, r, root.key_idx);
     auto it = owner.find(key);
-    tb.index(r, std::move(key), it == owner.end() ? -1 : it->second);
+    tb.index(std::move(key), it == owner.end() ? -1 : it->second);
   }
 }
 
@@ -92,14 +92,14 @@ void TreeReader::read_child(db::Connection& conn, Side side, Batch& batch, size_
     read_edge(conn, side, batch, m, e, read, rows, owner);
     if (m.edges.size() == 1) {
       tb.rows = std::move(rows);
-      for (size_t r = 0; r < tb.size(); ++r) tb.index(r, encode_values(tb.rows, r, m.key_idx), owner[r]);
+      for (size_t r = 0; r < tb.size(); ++r) tb.index(encode_values(tb.rows, r, m.key_idx), owner[r]);
       return;
     }
     for (size_t r = 0; r < rows.rows(); ++r) {
       std::string key = encode_values(rows, r, m.key_idx);
       if (tb.find(key)) continue;
       append_row(tb.rows, rows, r);
-      tb.index(tb.size() - 1, std::move(key), owner[r]);
+      tb.index(std::move(key), owner[r]);
     }
   }
 }
