@@ -32,6 +32,7 @@ void Remover::remove(Batch& batch) const {
   // child inserted under a root being deleted waits for the commit instead of being orphaned unseen.
   if (m_ctx.gap_locks) m_ctx.src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
   db::Transaction tx(m_ctx.src);
+  fault::point("delete_start");
   const bool returning = m_returning.applies(batch);
   if (returning && delete_returning(batch)) {
     commit(batch, tx, t0);

@@ -129,7 +129,7 @@ class CrashTest(unittest.TestCase):
         self.assert_registry_clean(sc, cfg, "archive")
 
     def test_recovery_of_two_copied_batches_after_a_child_moved_between_them(self):
-        """Killed while batch 1's delete waited after its locked read and batch 2's copy had committed: both are
+        """Killed while batch 1's delete waited at its start and batch 2's copy had committed: both are
         copied, neither delete committed. The application then moves a child from a root of batch 2 to one of
         batch 1. The rerun recovers batch 1 first, whose root now has that child, while the child's copy on the
         destination is still batch 2's: that copy is replaced like every copy of a delete that never committed,
@@ -137,7 +137,7 @@ class CrashTest(unittest.TestCase):
         sc, cfg, _ = self.setup_shop("crash_mv")
         pause = os.path.join(sc.tmp, "pause")
         open(pause, "w").close()
-        r = sc.job("archive", cfg, "old", env={"GOARCHIVE_PAUSE": f"after_locked_read:1:{pause}",
+        r = sc.job("archive", cfg, "old", env={"GOARCHIVE_PAUSE": f"delete_start:1:{pause}",
                                                "GOARCHIVE_FAULT": "after_copy_commit:2"})
         self.assertEqual(r.rc, -9, r)
         states = gatest.sql("destination", f"SELECT state, COUNT(*) FROM {gatest.quote_ident(sc.job_schema)}.batches "
