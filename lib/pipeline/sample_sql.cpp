@@ -65,17 +65,10 @@ std::vector<std::string> Engine::sample_sql() const {
   }
   if (m_ctx.deletes()) {
     if (ReturningDelete(m_ctx).applies()) {
-      // The one pass, child-first; unless every table returns exactly what was copied, the statements below.
-      for (int ni : m_ctx.delete_order) {
-        const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
-        std::string cond = ni == 0 ? fmt::format("{} AND ({})", key_list(m.key_cols), m_ctx.job.where)
-                                   : key_list(m.node.foreign_key);
-        out.push_back(fmt::format("-- delete {} in one pass ({}), returning what it deleted; unless every table "
-                                  "returns exactly what was copied,\n-- back to a savepoint and the locked re-read "
-                                  "below\nDELETE FROM {} WHERE {} RETURNING {}",
-                                  m.node.table, ni == 0 ? "the roots" : "through its parent rows' keys",
-                                  m.source_name, cond, m.select_list));
-      }
+      out.push_back(fmt::format("-- delete the roots in one pass (a job of one table), returning what it deleted; "
+                                "unless that is exactly what was copied,\n-- back to a savepoint before it and the "
+                                "locked re-read below\nDELETE FROM {} WHERE {} AND ({}) RETURNING {}",
+                                root.source_name, key_list(root.key_cols), m_ctx.job.where, root.select_list));
     }
     out.push_back(fmt::format("-- lock and re-read the roots before the delete\nSELECT {} FROM {} WHERE {} FOR UPDATE",
                               root.select_list, root.source_name, key_list(root.key_cols)));

@@ -479,10 +479,8 @@ class SafetyLiveTest(unittest.TestCase):
         sc = Scenario(self, "stale_kept")
         tree(sc)
         cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
-        # The second decision: the one-pass delete first records that every root goes, finds root 3 changed, rolls
-        # back to its savepoint and decides again under locks (goarchive(1), THE PIPELINE).
         run = Paused(self, sc, "after_copy_commit:1", "archive", "-c", cfg, "-j", "j",
-                     env={"GOARCHIVE_FAULT": "after_mark_deleting:2"})
+                     env={"GOARCHIVE_FAULT": "after_mark_deleting:1"})
         try:
             run.wait()
             app(sc, "UPDATE p SET v = 'NEW' WHERE id = 3")
