@@ -23,7 +23,10 @@ public:
     auto list = [](const std::vector<std::string>& cols) {
       std::vector<std::string> q;
       for (const auto& c : cols) q.push_back("\"" + c + "\"");
-      return "[" + join(q, ", ") + "]";
+      std::string out = "[";  // appended, not "[" + ...: GCC 12 warns (-Wrestrict) on that form at -O2
+      out += join(q, ", ");
+      out += ']';
+      return out;
     };
     std::string out = fmt::format("[[jobs.{}.relations]] table = \"{}\" parent = \"{}\" foreign_key = {}", m_job.name,
                                   fk.table, parent.name, list(fk.columns));
