@@ -57,11 +57,7 @@ void Remover::remove(Batch& batch) const {
   // The decision is on the destination before the source commits: a recovery that finds the batch deleting
   // knows which roots this transaction kept, and from the proof whether it committed. It is recorded on its own
   // session while the deletes run, and the commit waits for it.
-  std::future<unsigned> marked;
-  if (m_log.marks_deleting(batch)) {
-    db::Connection& conn = m_ctx.marks ? *m_ctx.marks : m_ctx.dst;
-    marked = std::async(std::launch::async, [this, &batch, &conn] { return m_log.mark_deleting(batch, conn); });
-  }
+  std::future<unsigned> marked = record_decision(batch);
   try {
     if (deletes) delete_rows(batch, now);
   } catch (...) {
@@ -70,6 +66,12 @@ void Remover::remove(Batch& batch) const {
   }
   if (marked.valid()) batch.version = marked.get();
   commit(batch, tx, t0);
+}
+
+std::future<unsigned> Remover::record_decision(const Batch& batch) const {
+  if (!m_log.marks_deleting(batch)) return {};
+  db::Connection& conn = m_ctx.marks ? *m_ctx.marks : m_ctx.dst;
+  return std::async(std::launch::async, [this, &batch, &conn] { return m_log.mark_deleting(batch, conn); });
 }
 
 void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const {
@@ -88,11 +90,7 @@ void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_cloc
 bool Remover::delete_returning(Batch& batch) const {
   batch.proof = m_ctx.proof->stamp(batch.id);
   m_ctx.src.execute("SAVEPOINT goarchive_delete");
-  std::future<unsigned> marked;
-  if (m_log.marks_deleting(batch)) {
-    db::Connection& conn = m_ctx.marks ? *m_ctx.marks : m_ctx.dst;
-    marked = std::async(std::launch::async, [this, &batch, &conn] { return m_log.mark_deleting(batch, conn); });
-  }
+  std::future<unsigned> marked = record_decision(batch);
   bool done = false;
   std::string why;
   try {

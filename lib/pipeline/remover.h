@@ -5,6 +5,7 @@
 // key), records its decision on the destination and commits, all in one source transaction. It never writes
 // the archived rows.
 #include <chrono>
+#include <future>
 
 #include "pipeline/batch.h"
 #include "pipeline/batch_log.h"
@@ -31,6 +32,9 @@ private:
   // exactly the copied rows, with the decision recorded; false when it rolled back to the savepoint, the proof
   // stamped and the decision recorded that the caller's replaces.
   bool delete_returning(Batch& batch) const;
+  // Records the batch's decision (archive: its move to deleting) on ctx.marks, on a thread of its own; an empty
+  // future where the mode records none. The batch must not change until the future is ready.
+  std::future<unsigned> record_decision(const Batch& batch) const;
   // The source commit of a batch, between its fault points.
   void commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const;
   // False when a table of the job changed its definition since the run started: then every root stays (an
