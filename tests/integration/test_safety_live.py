@@ -97,17 +97,21 @@ class Paused:
         return Result(types.SimpleNamespace(returncode=self.proc.returncode, stdout=out, stderr=err))
 
 
+def paused_write(test, sc, cfg, point, write, command="archive", env=None):
+    """Runs COMMAND on job j paused at POINT, calls WRITE() there, lets the run finish; returns its Result."""
+    run = Paused(test, sc, point, command, "-c", cfg, "-j", "j", env=env)
+    try:
+        run.wait()
+        write()
+    finally:
+        run.release()
+    return run.finish()
+
+
 class SafetyLiveTest(unittest.TestCase):
     # -- helpers ---------------------------------------------------------------------------------------------------
     def paused_write(self, sc, cfg, point, write, command="archive", env=None):
-        """Runs COMMAND paused at POINT, calls WRITE() there, lets the run finish; returns its Result."""
-        run = Paused(self, sc, point, command, "-c", cfg, "-j", "j", env=env)
-        try:
-            run.wait()
-            write()
-        finally:
-            run.release()
-        return run.finish()
+        return paused_write(self, sc, cfg, point, write, command, env)
 
     def assert_nowhere_both(self, sc, tables=TABLES):
         for t in tables:

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gatest  # noqa: E402
 from scenario import Scenario  # noqa: E402
 from test_key_lists import GeneralLog  # noqa: E402
-from test_safety_live import Paused  # noqa: E402
+from test_safety_live import paused_write  # noqa: E402
 
 INNODB = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 JOB = {"root_table": "p", "where": "old = 1"}
@@ -33,13 +33,7 @@ def app(sc, stmt):
 
 class SingleTableDeleteTest(unittest.TestCase):
     def paused_write(self, sc, cfg, write, env=None):
-        run = Paused(self, sc, "after_copy_commit:1", "archive", "-c", cfg, "-j", "j", env=env)
-        try:
-            run.wait()
-            write()
-        finally:
-            run.release()
-        return run.finish()
+        return paused_write(self, sc, cfg, "after_copy_commit:1", write, env=env)
 
     def deletes_and_locked_reads(self, sc, log):
         on_p = f"`{sc.src_db}`.`p`"
@@ -47,9 +41,13 @@ class SingleTableDeleteTest(unittest.TestCase):
         return ([s for s in stmts if s.split("*/")[-1].lstrip().startswith("DELETE")],
                 [s for s in stmts if s.rstrip().endswith("FOR UPDATE")])
 
-    def one_pass(self, key, want):
+    def one_pass(self, key, want, prepare=None):
+        """Archives the 4 cold rows of p (KEY int or varchar, PREPARE(sc) run before) in one batch; asserts one
+        DELETE holding WANT with RETURNING, no locked re-read, and the invariant. Returns the Scenario."""
         sc = Scenario(self, f"onepass_{key}")
         table(sc, key)
+        if prepare:
+            prepare(sc)
         before = sc.snapshot(["p"])
         log = GeneralLog(self, "source")
         cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
@@ -64,6 +62,7 @@ class SingleTableDeleteTest(unittest.TestCase):
         self.assertEqual(sc.count("source", "p"), 4)
         sc.assert_invariant(before)
         self.assertEqual(sc.unfinished(), 0)
+        return sc
 
     def test_unchanged_batch_of_integer_keys_goes_in_one_pass(self):
         # 1, 3, 5, 7 are no run: exact keys.
@@ -73,20 +72,9 @@ class SingleTableDeleteTest(unittest.TestCase):
         self.one_pass("varchar", "WHERE (`id` IN ('k01','k03','k05','k07')) AND (old = 1)")
 
     def test_unbroken_integer_run_goes_by_range_in_one_pass(self):
-        sc = Scenario(self, "onepass_run")
-        table(sc)
-        sc.src("UPDATE p SET old = IF(id <= 4, 1, 0)")
-        before = sc.snapshot(["p"])
-        log = GeneralLog(self, "source")
-        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
-        r = sc.job("archive", cfg)
-        self.assertEqual(r.rc, 0, r)
-        deletes, locked = self.deletes_and_locked_reads(sc, log)
-        self.assertEqual(len(deletes), 1, deletes)
-        self.assertIn("WHERE (`id` BETWEEN 1 AND 4) AND (old = 1) ORDER BY `id` LIMIT 4 RETURNING", deletes[0])
-        self.assertEqual(locked, [])
+        sc = self.one_pass("int", "WHERE (`id` BETWEEN 1 AND 4) AND (old = 1) ORDER BY `id` LIMIT 4 RETURNING",
+                           prepare=lambda sc: sc.src("UPDATE p SET old = IF(id <= 4, 1, 0)"))
         self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), [1, 2, 3, 4])
-        sc.assert_invariant(before)
 
     def changed_after_copy(self, key, write, stays, message):
         """WRITE after the copy of the only batch: the one pass finds the difference, rolls back to its savepoint,
