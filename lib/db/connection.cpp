@@ -161,6 +161,7 @@ void Connection::finish_connect() {
 }
 
 Connection::~Connection() {
+  close_statements();
   if (m_mysql) mysql_close(m_mysql);
 }
 

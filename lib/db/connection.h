@@ -1,7 +1,8 @@
 #pragma once
-// RAII over Connector/C: the only code in goarchive that includes <mysql.h>.
+// RAII over Connector/C: with bulk_insert.cpp, the only code in goarchive that includes <mysql.h>.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "db/error.h"
 
 struct st_mysql;
+struct st_mysql_stmt;
 
 namespace goarchive::db {
 
@@ -99,6 +101,17 @@ public:
   uint64_t load_data_local(std::string_view sql, std::string_view data);
   // Warnings of the last statement (no round trip).
   unsigned int warning_count() const;
+  // MariaDB's array binding (COM_STMT_BULK_EXECUTE, MariaDB 10.2.6 and later, never MySQL): the server takes it.
+  bool bulk_supported() const;
+  struct BulkResult {
+    uint64_t rows = 0;      // inserted
+    unsigned warnings = 0;  // of the statement
+  };
+  // Runs `sql`, an INSERT with one placeholder per column of `rows`, for rows `which` in one round trip, every
+  // value sent as its bytes (a binary string where binary[c]) with no SQL text to build or parse. The prepared
+  // statement is kept for the next call with the same text; one that failed is closed.
+  BulkResult bulk_insert(const std::string& sql, const RowSet& rows, const std::vector<size_t>& which,
+                         const std::vector<bool>& binary);
   // The in-memory file of the LOAD DATA LOCAL under way; data == nullptr: none (the server's request fails).
   struct Infile {
     const char* data = nullptr;
@@ -119,6 +132,8 @@ public:
 
 private:
   [[noreturn]] void fail(std::string_view what);
+  [[noreturn]] void fail_statement(st_mysql_stmt* stmt, std::string_view what);
+  void close_statements() noexcept;
   void finish_connect();  // TLS check and session settings after mysql_real_connect
   void run(std::string_view sql);
 
@@ -131,6 +146,7 @@ private:
   uint64_t m_max_allowed_packet = 16 * 1024 * 1024;
   bool m_in_transaction = false;
   Infile m_infile;
+  std::map<std::string, st_mysql_stmt*> m_statements;  // bulk_insert's prepared statements, by text
 };
 
 // Rolls back on scope exit unless committed.

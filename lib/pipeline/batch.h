@@ -19,6 +19,7 @@ struct Statement {
   std::string sql;
   std::vector<size_t> rows;
   std::string data;  // LOAD DATA LOCAL: the in-memory file it reads; empty for an INSERT
+  bool bulk = false;  // sql is an INSERT of one row of placeholders, run for every row at once (array binding)
 };
 
 // The rows of one table in one batch.

@@ -47,6 +47,15 @@ void append_load_field(std::string& out, const db::RowSet& rows, size_t r, size_
   out.append(v.data() + run, v.size() - run);
 }
 
+// A row of `size` bytes as copy data must fit the destination's max_allowed_packet (`limit`) with room to spare.
+void check_row_size(const TableMeta& m, const TableRows& tb, size_t r, size_t size, size_t limit) {
+  if (size + 256 <= limit) return;
+  throw Error(fmt::format("the row {} is {} bytes as copy data, more than the destination's max_allowed_packet "
+                          "({} bytes); nothing of this batch was copied. Raise max_allowed_packet on the "
+                          "destination (SET GLOBAL max_allowed_packet = ...)",
+                          name_row(m, tb.rows, r), size, limit));
+}
+
 // The server refuses LOAD DATA LOCAL (local_infile = OFF, or the client capability is off).
 bool load_refused(const db::DbError& e) { return e.code() == 1148 || e.code() == 4166 || e.code() == 2068; }
 
@@ -74,7 +83,7 @@ void DestinationWriter::prebuild(Batch& batch) const {
       for (size_t r = 0; r < tb.size(); ++r) tb.digest.push_back(row_digest(tb.rows, r));
     }
     std::vector<size_t> rows = all_rows(tb);
-    if (m_ctx.copies()) tb.inserts = m_load ? build_loads(batch, t) : build_inserts(batch, t, rows);
+    if (m_ctx.copies()) tb.inserts = m_bulk ? build_bulk(batch, t, rows) : build_fallback(batch, t, rows);
     // A root read back by its key range builds its exact-key lists only for the rows the range misses.
     if (!reads_root_range(batch, t)) tb.key_lists = primary_key_where(m_ctx.tables[t], tb, rows, budget);
   }
@@ -103,7 +112,7 @@ std::vector<Statement> DestinationWriter::build_inserts(const Batch& batch, size
                               name_row(m, tb.rows, r), values.size(), limit));
     }
     if (out.empty() || out.back().sql.size() + values.size() + 1 > budget) {
-      out.push_back(Statement{head, {}, {}});
+      out.push_back(Statement{head, {}, {}, false});
       out.back().sql.reserve(std::min<size_t>(budget + 4096, 1 << 20));
     } else {
       out.back().sql += ',';
@@ -114,7 +123,38 @@ std::vector<Statement> DestinationWriter::build_inserts(const Batch& batch, size
   return out;
 }
 
-std::vector<Statement> DestinationWriter::build_loads(const Batch& batch, size_t t) const {
+std::vector<Statement> DestinationWriter::build_fallback(const Batch& batch, size_t t,
+                                                         const std::vector<size_t>& rows) const {
+  return m_load ? build_loads(batch, t, rows) : build_inserts(batch, t, rows);
+}
+
+std::vector<Statement> DestinationWriter::build_bulk(const Batch& batch, size_t t, const std::vector<size_t>& rows) const {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& tb = batch.tables[t];
+  std::vector<Statement> out;
+  std::string sql = fmt::format("INSERT INTO {} ({}) VALUES (", m.destination_name, m.select_list);
+  for (size_t c = 0; c < m.columns.size(); ++c) sql += c ? ",?" : "?";
+  sql += ')';
+  const size_t budget = statement_budget(m_ctx.dst);
+  const size_t limit = m_ctx.dst.max_allowed_packet();
+  size_t bytes = 0;
+  for (size_t r : rows) {
+    // On the wire, per value: an indicator byte, a length of up to 9 bytes and the bytes.
+    size_t row = 0;
+    for (size_t c = 0; c < m.columns.size(); ++c) row += 10 + (tb.rows.is_null(r, c) ? 0 : tb.rows.cell(r, c).size());
+    check_row_size(m, tb, r, row, limit);
+    if (out.empty() || bytes + row > budget) {
+      out.push_back(Statement{sql, {}, {}, true});
+      bytes = 0;
+    }
+    bytes += row;
+    out.back().rows.push_back(r);
+  }
+  return out;
+}
+
+std::vector<Statement> DestinationWriter::build_loads(const Batch& batch, size_t t,
+                                                      const std::vector<size_t>& rows) const {
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
   std::vector<Statement> out;
@@ -127,21 +167,16 @@ std::vector<Statement> DestinationWriter::build_loads(const Batch& batch, size_t
   const size_t budget = statement_budget(m_ctx.dst);
   const size_t limit = m_ctx.dst.max_allowed_packet();
   std::string line;
-  for (size_t r = 0; r < tb.size(); ++r) {
+  for (size_t r : rows) {
     line.clear();
     for (size_t c = 0; c < m.columns.size(); ++c) {
       if (c) line += '\t';
       append_load_field(line, tb.rows, r, c);
     }
     line += '\n';
-    if (line.size() + 256 > limit) {
-      throw Error(fmt::format("the row {} is {} bytes as copy text, more than the destination's max_allowed_packet "
-                              "({} bytes); nothing of this batch was copied. Raise max_allowed_packet on the "
-                              "destination (SET GLOBAL max_allowed_packet = ...)",
-                              name_row(m, tb.rows, r), line.size(), limit));
-    }
+    check_row_size(m, tb, r, line.size(), limit);
     if (out.empty() || out.back().data.size() + line.size() > budget) {
-      out.push_back(Statement{head, {}, {}});
+      out.push_back(Statement{head, {}, {}, false});
       out.back().data.reserve(std::min<size_t>(budget + 4096, 1 << 20));
     }
     out.back().data += line;
@@ -174,8 +209,41 @@ void DestinationWriter::run_load(Batch& batch, size_t t, const Statement& st) {
   run_inserts(batch, t, build_inserts(batch, t, st.rows));
 }
 
+void DestinationWriter::run_bulk(Batch& batch, size_t t, const Statement& st) {
+  db::Connection& dst = m_ctx.dst;
+  dst.execute("SAVEPOINT goarchive_copy");
+  db::Connection::BulkResult got;
+  try {
+    got = dst.bulk_insert(st.sql, batch.tables[t].rows, st.rows, m_ctx.tables[t].binary);
+  } catch (const db::DbError& e) {
+    if (e.retryable() || e.connection_lost()) throw;
+    // A server error (a duplicate key, a value refused) is for the paths below to settle; a client one (2000 and
+    // up) says the command itself is not taken here.
+    if (e.code() >= 2000 && m_bulk.exchange(false)) {
+      spdlog::info("the destination refuses bulk INSERT ({}); copying with LOAD DATA LOCAL or INSERT", e.what());
+    }
+    spdlog::debug("batch {}: bulk INSERT into {} failed ({}); copying those rows again", batch.no,
+                  m_ctx.tables[t].node.table, e.what());
+    got = {};
+  }
+  if (got.rows == st.rows.size() && got.warnings == 0) {
+    batch.copied[t] += got.rows;
+    return;
+  }
+  if (got.rows || got.warnings) {
+    spdlog::debug("batch {}: bulk INSERT of {} rows into {} inserted {} with {} warning(s); copying them again",
+                  batch.no, st.rows.size(), m_ctx.tables[t].node.table, got.rows, got.warnings);
+  }
+  dst.execute("ROLLBACK TO SAVEPOINT goarchive_copy");
+  run_inserts(batch, t, build_fallback(batch, t, st.rows));
+}
+
 void DestinationWriter::run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements) {
   for (const auto& st : statements) {
+    if (st.bulk) {
+      run_bulk(batch, t, st);
+      continue;
+    }
     if (!st.data.empty()) {
       run_load(batch, t, st);
       continue;

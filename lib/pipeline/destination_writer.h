@@ -1,6 +1,6 @@
 #pragma once
-// The destination side's data writes: the copy of a batch (multi-row INSERTs built ahead, a duplicate key
-// checked as an answer), its verification by reading its own writes back, and the removal of archived copies
+// The destination side's data writes: the copy of a batch (MariaDB's bulk INSERT, else LOAD DATA LOCAL, else
+// multi-row INSERTs, built ahead; a duplicate key checked as an answer), its verification by reading its own writes back, and the removal of archived copies
 // of roots that stay in the source. Everything runs inside the caller's destination transaction; it never
 // commits, never touches the registry and never writes to the source.
 #include <atomic>
@@ -28,7 +28,8 @@ private:
 
 class DestinationWriter {
 public:
-  DestinationWriter(Context& ctx, const TreeReader& tree) : m_ctx(ctx), m_tree(tree) {}
+  DestinationWriter(Context& ctx, const TreeReader& tree)
+      : m_ctx(ctx), m_tree(tree), m_bulk(ctx.dst.bulk_supported()) {}
 
   // Digests (sha256 mode), INSERT statements and key lists of a batch, built before its copy (on the source
   // worker in the pipelined loop). Reads only the batch.
@@ -47,9 +48,17 @@ public:
 
 private:
   std::vector<Statement> build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
-  // The batch's rows of table t as LOAD DATA LOCAL statements with their in-memory files.
-  std::vector<Statement> build_loads(const Batch& batch, size_t t) const;
+  // Rows `rows` of table t as LOAD DATA LOCAL statements with their in-memory files.
+  std::vector<Statement> build_loads(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
+  // Rows `rows` of table t as bulk INSERTs (array binding), each within the destination's packet budget.
+  std::vector<Statement> build_bulk(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
+  // Rows `rows` of table t as LOAD DATA LOCAL statements where the destination takes them, else as INSERTs.
+  std::vector<Statement> build_fallback(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;
   void run_inserts(Batch& batch, size_t t, const std::vector<Statement>& statements);
+  // One bulk INSERT under a savepoint: anything short of every row inserted without a warning (a duplicate key,
+  // a value the server refuses or adjusts) is rolled back to the savepoint and the rows go through the LOAD DATA
+  // and INSERT paths, which report or settle it exactly as before.
+  void run_bulk(Batch& batch, size_t t, const Statement& st);
   // One LOAD DATA LOCAL under a savepoint: anything short of every row inserted without a warning (a duplicate
   // key, which LOCAL turns into a skipped row, or a value the server adjusted) is rolled back to the savepoint
   // and the rows go through the INSERT path, which reports or settles it exactly as before.
@@ -85,6 +94,8 @@ private:
   // The destination accepts LOAD DATA LOCAL (until it refuses it once: local_infile = OFF). Read by prebuild()
   // on the source worker.
   std::atomic<bool> m_load{true};
+  // The destination takes MariaDB's bulk INSERT (until one fails in a way that says it does not).
+  std::atomic<bool> m_bulk{false};
   std::vector<int> m_fk_indexed;  // per table: -1 not asked yet, else 0/1
 };
 

@@ -6,6 +6,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gatest  # noqa: E402
 from scenario import Scenario  # noqa: E402
 
 INNODB = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
@@ -148,6 +149,33 @@ class RowsTest(unittest.TestCase):
         self.assertEqual(sorted(sc.dst("SELECT id, secret, n FROM iv")),
                          [(i, f"secret {i}", i * 3) for i in range(1, 7)])
         self.assertEqual(sc.count("destination", "ivc"), 12)
+
+    def test_copies_with_bulk_insert_and_falls_back_on_a_duplicate(self):
+        """On MariaDB a batch's copy is one bulk INSERT (array binding) per table, no LOAD DATA. A bulk INSERT that
+        meets a row already archived rolls back to its savepoint and its rows go through LOAD DATA and the INSERT
+        path, which recognises the identical row."""
+        sc = Scenario(self, "bulk")
+        sc.both(f"CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40) NULL, b VARBINARY(8) NULL) {INNODB}")
+        # Text with a tab and a backslash (LOAD DATA escapes them, a bulk INSERT sends them as they are), NULLs, bytes.
+        sc.src("INSERT INTO t SELECT seq, IF(seq % 3, CONCAT('v🙂', CHAR(9), CHAR(92), seq), NULL), "
+               "UNHEX('00FF0A09') FROM seq_1_to_12")
+        sc.dst("INSERT INTO t VALUES (10, CONCAT('v🙂', CHAR(9), CHAR(92), 10), UNHEX('00FF0A09'))")  # batch 3's row
+        before = sc.raw_rows("source", "t")
+
+        def status():
+            rows = gatest.sql("destination", "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_stmt_execute', "
+                                             "'Com_load')")
+            return {k: int(v) for k, v in rows}
+        cfg = sc.config({"j": {"root_table": "t", "where": "1=1"}}, processing={"batch_size": 4})
+        s0 = status()
+        r = sc.job("archive", cfg)
+        s1 = status()
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(sc.raw_rows("destination", "t"), before)
+        self.assertEqual(sc.count("source", "t"), 0)
+        # Three batches, one bulk INSERT each; the third's meets row 10 and goes on as one LOAD DATA.
+        self.assertEqual(s1["Com_stmt_execute"] - s0["Com_stmt_execute"], 3)
+        self.assertEqual(s1["Com_load"] - s0["Com_load"], 1)
 
 
 if __name__ == "__main__":
