@@ -128,7 +128,8 @@ std::vector<Statement> DestinationWriter::build_fallback(const Batch& batch, siz
   return m_load ? build_loads(batch, t, rows) : build_inserts(batch, t, rows);
 }
 
-std::vector<Statement> DestinationWriter::build_bulk(const Batch& batch, size_t t, const std::vector<size_t>& rows) const {
+std::vector<Statement> DestinationWriter::build_bulk(const Batch& batch, size_t t,
+                                                     const std::vector<size_t>& rows) const {
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
   std::vector<Statement> out;

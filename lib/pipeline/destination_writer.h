@@ -1,8 +1,8 @@
 #pragma once
 // The destination side's data writes: the copy of a batch (MariaDB's bulk INSERT, else LOAD DATA LOCAL, else
 // multi-row INSERTs, built ahead; a duplicate key checked as an answer), its verification by reading its own
-// writes back, and the removal of archived copies of roots that stay in the source. Everything runs inside the caller's destination transaction; it never
-// commits, never touches the registry and never writes to the source.
+// writes back, and the removal of archived copies of roots that stay in the source. Everything runs inside the
+// caller's destination transaction; it never commits, never touches the registry and never writes to the source.
 #include <atomic>
 #include <optional>
 #include <string>
