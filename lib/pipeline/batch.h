@@ -27,7 +27,6 @@ struct TableRows {
   db::RowSet rows;
   std::vector<int> root;              // per row: index into Batch::roots, -1 when it belongs to none of them
   std::vector<std::string> key;       // per row: encoded primary key
-  std::vector<Digest> digest;         // per row: SHA-256 of the row serialisation (sha256 mode)
   // The rows by encoded key: an open-addressing table of row numbers + 1 (0 empty), no node per row.
   std::vector<uint32_t> slots;
   // Built ahead (prebuild, on the main thread before the copy transaction): the INSERTs, and the primary-key
@@ -60,7 +59,7 @@ struct Batch {
   unsigned next_version = 0;  // the version a transition in an uncommitted transaction will give it
   bool recovery = false;
   bool loaded = false;        // tables already read (in one snapshot)
-  bool prebuilt = false;      // digests and statements built
+  bool prebuilt = false;      // statements and key lists built
   bool keyset_end = false;    // the keyset read found no root left (the batch is empty and the loop ends)
   // Recovery of a batch found `deleting`: the rows are the archived copy, which may be the only one left; a
   // root whose source tree differs from it is a conflict, never a reason to replace it.

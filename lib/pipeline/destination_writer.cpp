@@ -77,11 +77,6 @@ void DestinationWriter::prebuild(Batch& batch) const {
   const size_t budget = statement_budget(m_ctx.dst);
   for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
     TableRows& tb = batch.tables[t];
-    if (m_ctx.sha256()) {
-      tb.digest.clear();
-      tb.digest.reserve(tb.size());
-      for (size_t r = 0; r < tb.size(); ++r) tb.digest.push_back(row_digest(tb.rows, r));
-    }
     std::vector<size_t> rows = all_rows(tb);
     if (m_ctx.copies()) tb.inserts = m_bulk ? build_bulk(batch, t, rows) : build_fallback(batch, t, rows);
     // A root read back by its key range builds its exact-key lists only for the rows the range misses.
@@ -452,7 +447,9 @@ void DestinationWriter::compare_read_back(const Batch& batch, size_t t, const db
   for (size_t r = 0; r < there.rows(); ++r) {
     auto at = tb.find(encode_values(there, r, m.key_idx));
     if (!at) continue;
-    if (row_digest(there, r) != tb.digest[*at]) {
+    // Byte for byte against the row as the source sent it: what comparing SHA-256 digests of the two rows would
+    // establish, without hashing either (and with no collision to rule out).
+    if (!same_row(there, r, tb.rows, *at)) {
       throw Error(fmt::format("verification (sha256) failed: the destination row {} differs from the source; "
                               "nothing was deleted. Inspect both rows; the rerun resumes this batch",
                               name_row(m, there, r)));

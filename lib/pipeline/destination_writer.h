@@ -31,8 +31,7 @@ public:
   DestinationWriter(Context& ctx, const TreeReader& tree)
       : m_ctx(ctx), m_tree(tree), m_bulk(ctx.dst.bulk_supported()) {}
 
-  // Digests (sha256 mode), INSERT statements and key lists of a batch, built before its copy (on the source
-  // worker in the pipelined loop). Reads only the batch.
+  // The INSERT statements and key lists of a batch, built before its copy transaction. Reads only the batch.
   void prebuild(Batch& batch) const;
   // Inserts the batch's rows parent-first. A row already in the destination is checked equal and skipped; one
   // that differs stops the run (goarchive never overwrites an archived row).

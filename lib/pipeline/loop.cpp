@@ -47,7 +47,7 @@ bool Loop::pipelined(unsigned& batch_no) {
       fault::point("after_read");
       pb->keyset_end = last.empty();
       if (!last.empty()) cursor = std::move(last);
-      // The INSERTs, digests and key lists are built on the main thread, in prepare: the source side carries
+      // The INSERTs and key lists are built on the main thread, in prepare: the source side carries
       // the longer half of a batch (the read, and the locked read and the delete of the one before).
       pb->t_read = since(t0);
     });

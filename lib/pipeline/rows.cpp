@@ -57,23 +57,6 @@ bool any_null(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx) 
   return std::any_of(idx.begin(), idx.end(), [&](size_t i) { return rows.is_null(r, i); });
 }
 
-Digest row_digest(const db::RowSet& rows, size_t r) {
-  // A buffer per thread, kept between rows: a batch digests thousands of rows.
-  thread_local std::string buf;
-  buf.clear();
-  for (size_t c = 0; c < rows.cols(); ++c) {
-    if (rows.is_null(r, c)) {
-      buf.push_back('\0');
-      continue;
-    }
-    const std::string_view v = rows.cell(r, c);
-    buf.push_back('\1');
-    append_u32(buf, static_cast<uint32_t>(v.size()));
-    buf += v;
-  }
-  return sha256_digest(buf);
-}
-
 bool same_row(const db::RowSet& a, size_t ra, const db::RowSet& b, size_t rb) {
   if (a.cols() != b.cols()) return false;
   for (size_t c = 0; c < a.cols(); ++c) {

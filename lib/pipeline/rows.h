@@ -1,5 +1,5 @@
 #pragma once
-// Rows as bytes: the row serialisation behind sha256 verification (goarchive(1)), encoded keys, byte-equality,
+// Rows as bytes: encoded keys, byte-equality (sha256 verification and the delete's re-check, goarchive(1)),
 // key literals and chunked key lists for SQL, and how a row is named in a message. Pure functions, no I/O.
 #include <functional>
 #include <optional>
@@ -18,8 +18,6 @@ std::string encode_values(const db::RowSet& rows, size_t r, const std::vector<si
 // The same for a list of non-NULL values (a root key as the registry stores it).
 std::string encode_values(const std::vector<std::string>& values);
 bool any_null(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx);
-// SHA-256 of the row serialisation: per column 0x00 for NULL, else 0x01, 4-byte length, bytes.
-Digest row_digest(const db::RowSet& rows, size_t r);
 // Every column byte-equal (NULL equal only to NULL). Both row sets have the same columns.
 bool same_row(const db::RowSet& a, size_t ra, const db::RowSet& b, size_t rb);
 // Copies row r of `from` to the end of `to`.

@@ -34,7 +34,7 @@ public:
   // prepare() with the end of `pending` folded in. `settle` waits for what is still under way (moving it into
   // `pending`); when the batch fails, the end of `pending` is recorded on its own before the failure goes on.
   void prepare_after(Batch& batch, std::vector<std::unique_ptr<Batch>>& pending, const std::function<void()>& settle);
-  // Digests and statements of a batch, built ahead of its copy (reads the batch only).
+  // Statements and key lists of a batch, built ahead of its copy (reads the batch only).
   void prebuild(Batch& batch) const { m_writer.prebuild(batch); }
   // The source side of a batch (source connection only).
   void remove(Batch& batch) const { m_remover.remove(batch); }

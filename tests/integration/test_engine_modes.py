@@ -486,6 +486,40 @@ class ModesTest(unittest.TestCase):
                 self.assertEqual(sc.count("destination", "g"), 90)
                 self.assertEqual(sc.unfinished(), 0)
 
+    def test_sha256_verification_refuses_a_copy_the_destination_stored_differently(self):
+        """A trigger created on the destination mid-run (after preflight, which refuses INSERT triggers) rewrites a
+        column of every row it inserts, without a warning: the read-back differs from the source row, so the batch
+        rolls back whole and the run exits 1 with nothing of that batch deleted. Once the trigger is gone, the
+        rerun archives every row unchanged."""
+        sc = Scenario(self, "verify_sha256")
+        tree3(sc, roots=16)  # 8 old roots: 4 batches of 2
+        before = sc.snapshot(TREE3_TABLES)
+        cfg = sc.config({"j": TREE3_JOB}, processing={"batch_size": 2})
+        pause = os.path.join(sc.tmp, "pause-verify")
+        open(pause, "w").close()
+        proc = sc.start("archive", "-c", cfg, "-j", "j", "--no-progress",
+                        env={"GOARCHIVE_PAUSE": f"after_batch:1:{pause}"})
+        deadline = time.time() + 60
+        while not os.path.exists(pause + ".reached") and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.02)
+        try:
+            self.assertTrue(os.path.exists(pause + ".reached"), "goarchive never reached the pause point")
+            sc.dst("CREATE TRIGGER g_rewrite BEFORE INSERT ON g FOR EACH ROW SET NEW.v = CONCAT(NEW.v, '!')")
+        finally:
+            os.remove(pause)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 1, out + err)
+        self.assertRegex(err, r"verification \(sha256\) failed: the destination row g \(id\) = \(\d+\) differs "
+                              r"from the source; nothing was deleted")
+        sc.assert_invariant(before, TREE3_RELATIONS)  # no rewritten row committed: every row is unchanged
+        self.assertLess(sc.count("destination", "p"), 8, "every batch was archived in spite of the trigger")
+        sc.dst("DROP TRIGGER g_rewrite")
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        sc.assert_invariant(before, TREE3_RELATIONS)
+        self.assertEqual({t: sc.count("destination", t) for t in TREE3_TABLES}, {"p": 8, "c": 24, "g": 48})
+        self.assertEqual(sc.unfinished(), 0)
+
     def test_row_changed_after_crash_before_delete(self):
         """Killed after verify; the row changes; the rerun's recovery archives the current version."""
         sc = Scenario(self, "crashchg")
