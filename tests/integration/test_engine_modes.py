@@ -12,6 +12,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gatest  # noqa: E402
 from scenario import SHOP_JOB, SHOP_RELATIONS, SHOP_TABLES, Scenario, load_shop  # noqa: E402
+from test_safety_live import Paused  # noqa: E402
 
 INNODB = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 NO_FK = {"foreign_key_checks": False}
@@ -495,22 +496,16 @@ class ModesTest(unittest.TestCase):
         tree3(sc, roots=16)  # 8 old roots: 4 batches of 2
         before = sc.snapshot(TREE3_TABLES)
         cfg = sc.config({"j": TREE3_JOB}, processing={"batch_size": 2})
-        pause = os.path.join(sc.tmp, "pause-verify")
-        open(pause, "w").close()
-        proc = sc.start("archive", "-c", cfg, "-j", "j", "--no-progress",
-                        env={"GOARCHIVE_PAUSE": f"after_batch:1:{pause}"})
-        deadline = time.time() + 60
-        while not os.path.exists(pause + ".reached") and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.02)
+        run = Paused(self, sc, "after_batch:1", "archive", "-c", cfg, "-j", "j")
         try:
-            self.assertTrue(os.path.exists(pause + ".reached"), "goarchive never reached the pause point")
+            run.wait()
             sc.dst("CREATE TRIGGER g_rewrite BEFORE INSERT ON g FOR EACH ROW SET NEW.v = CONCAT(NEW.v, '!')")
         finally:
-            os.remove(pause)
-        out, err = proc.communicate(timeout=120)
-        self.assertEqual(proc.returncode, 1, out + err)
-        self.assertRegex(err, r"verification \(sha256\) failed: the destination row g \(id\) = \(\d+\) differs "
-                              r"from the source; nothing was deleted")
+            run.release()
+        r = run.finish()
+        self.assertEqual(r.rc, 1, r)
+        self.assertRegex(r.err, r"verification \(sha256\) failed: the destination row g \(id\) = \(\d+\) differs "
+                                r"from the source; nothing was deleted")
         sc.assert_invariant(before, TREE3_RELATIONS)  # no rewritten row committed: every row is unchanged
         self.assertLess(sc.count("destination", "p"), 8, "every batch was archived in spite of the trigger")
         sc.dst("DROP TRIGGER g_rewrite")
