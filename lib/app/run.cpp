@@ -231,25 +231,55 @@ private:
   // added, dropped or retyped mid-run stops the run cleanly before a batch could copy rows without it. A mode
   // that deletes checks the source inside each delete transaction instead, under the metadata locks of its locked
   // reads, so that no batch is ever deleted after a change; the boundary then stops on what that check found.
+  // The destination is checked at every boundary too, or once a second when the verification is sha256: that
+  // compares every copied row byte for byte with the source row before anything is deleted, so a batch copied
+  // into a changed table fails whole instead (destination_change then names the change); the check only finds it
+  // earlier. count and none compare no values, so there it runs at every boundary.
   void add_drift_check() {
     m_definitions = std::make_shared<pipeline::DefinitionGuard>(
         m_cfg.source.database, pipeline::read_definitions(*m_src_checks, m_cfg.source.database, m_tables), "source");
-    std::shared_ptr<pipeline::DefinitionGuard> dst;
     if (m_mode != pipeline::Mode::purge) {
-      dst = std::make_shared<pipeline::DefinitionGuard>(
+      m_dst_definitions = std::make_shared<pipeline::DefinitionGuard>(
           m_cfg.destination.database, pipeline::read_definitions(*m_dst, m_cfg.destination.database, m_tables),
           "destination");
     }
     const bool deletes = m_mode != pipeline::Mode::copy_only;
-    m_control->set_drift_check([this, dst, deletes]() -> std::optional<std::string> {
+    const auto every = std::chrono::duration<double>(
+        m_job.processing.verification == config::VerifyMethod::sha256 ? 1.0 : 0.0);
+    auto checked = std::make_shared<Clock::time_point>();  // the clock's epoch: the first boundary checks
+    m_control->set_drift_check([this, deletes, every, checked]() -> std::optional<std::string> {
       if (deletes) {
         if (auto why = m_definitions->found()) return why;
       } else if (auto why = m_definitions->check(*m_src_checks, m_tables)) {
         return why;
       }
-      // The destination on the data session, which is the main thread's own between batches.
-      return dst ? dst->check(*m_dst, m_tables) : std::nullopt;
+      if (!m_dst_definitions || Clock::now() - *checked < every) return std::nullopt;
+      *checked = Clock::now();
+      // On the data session, which is the main thread's own between batches.
+      return m_dst_definitions->check(*m_dst, m_tables);
     });
+  }
+
+  // After a batch failed: a change of a destination table's definition since the start, which is then the cause
+  // to report rather than the statement it broke. Nothing when there is none or it cannot be read.
+  std::optional<std::string> destination_change() {
+    if (!m_dst_definitions) return std::nullopt;
+    try {
+      return m_dst_definitions->check(*m_dst, m_tables);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  // Ends the run as failed with `e`, or with the destination's definition change that explains it.
+  [[noreturn]] void fail_batch(const std::exception& e) {
+    if (auto changed = destination_change()) {
+      std::string why = *changed + " (the batch under way failed on it and rolled back: " + e.what() + ")";
+      finish("failed", k_exit_failed, why);
+      throw Error(why);
+    }
+    finish("failed", k_exit_failed, e.what());
+    throw;
   }
 
   // [throttle] reads the source's load on a connection of its own: the data session may be busy on the source
@@ -312,10 +342,10 @@ private:
           finish("failed", k_exit_failed, lost.what());
           throw lost;
         }
-        finish("failed", k_exit_failed, e.what());
-        throw;
+        fail_batch(e);
       } catch (const Error& e) {
         take_stats(engine, retries);
+        if (e.exit_code() == k_exit_failed) fail_batch(e);
         finish(e.exit_code() == k_exit_busy ? "stopped" : "failed", e.exit_code(), e.what());
         throw;
       }
@@ -458,6 +488,7 @@ private:
   Clock::time_point m_started = Clock::now();
   std::unique_ptr<db::Connection> m_src, m_dst, m_marks, m_src_reads, m_src_checks;
   std::shared_ptr<pipeline::DefinitionGuard> m_definitions;  // the source's definitions at the start
+  std::shared_ptr<pipeline::DefinitionGuard> m_dst_definitions;  // the destination's (none in purge)
   std::vector<pipeline::TableMeta> m_tables;
   std::unique_ptr<locks::LockSession> m_dest_lock, m_src_lock;
   std::vector<locks::NamedLock> m_table_locks;

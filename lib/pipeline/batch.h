@@ -29,8 +29,9 @@ struct TableRows {
   std::vector<std::string> key;       // per row: encoded primary key
   // The rows by encoded key: an open-addressing table of row numbers + 1 (0 empty), no node per row.
   std::vector<uint32_t> slots;
-  // Built ahead (prebuild, on the main thread before the copy transaction): the INSERTs, and the primary-key
-  // conditions the verification sends (ranges where exact, else exact-key lists).
+  // Built ahead (prebuild: on the reader thread after the plain read when it has one, else on the main thread
+  // before the copy transaction): the INSERTs, and the primary-key conditions the verification sends (ranges
+  // where exact, else exact-key lists).
   std::vector<Statement> inserts;
   std::vector<std::string> key_lists;
 

@@ -90,10 +90,11 @@ private:
 
   Context& m_ctx;
   const TreeReader& m_tree;
-  // The destination accepts LOAD DATA LOCAL (until it refuses it once: local_infile = OFF). Read by prebuild()
-  // on the source worker.
+  // The destination accepts LOAD DATA LOCAL (until it refuses it once: local_infile = OFF). Read by prebuild(),
+  // which may run on the reader thread.
   std::atomic<bool> m_load{true};
-  // The destination takes MariaDB's bulk INSERT (until one fails in a way that says it does not).
+  // The destination takes MariaDB's bulk INSERT (until one fails in a way that says it does not). A batch built
+  // as bulk before a refusal tries it once more, and falls back as the refused one did.
   std::atomic<bool> m_bulk{false};
   std::vector<int> m_fk_indexed;  // per table: -1 not asked yet, else 0/1
 };

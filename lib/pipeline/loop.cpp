@@ -47,9 +47,11 @@ bool Loop::pipelined(unsigned& batch_no) {
       fault::point("after_read");
       pb->keyset_end = last.empty();
       if (!last.empty()) cursor = std::move(last);
-      // The INSERTs and key lists are built on the main thread, in prepare: the source side carries
-      // the longer half of a batch (the read, and the locked read and the delete of the one before).
+      // A reader thread of its own is idle most of a batch: it builds the INSERTs and key lists too, off the
+      // main thread (the copy is the longer half of a batch). On the worker, prepare builds them: the source
+      // side would carry the read, the locked read and the delete.
       pb->t_read = since(t0);
+      if (m_ctx.reads && !pb->roots.empty()) m_stages.prebuild(*pb);
     });
   };
   auto wait_delete = [&]() {
