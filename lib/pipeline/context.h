@@ -73,6 +73,9 @@ struct Context {
     mutable std::mutex m_mutex;
     std::set<std::string> m_set;
   } skip_roots;
+  // The source data session checks foreign keys (@@foreign_key_checks): a guarded tree's one-pass delete
+  // relies on them (returning_delete.h).
+  bool source_fk_checks = false;
 
   bool deletes() const { return mode != Mode::copy_only; }
   bool copies() const { return mode != Mode::purge; }

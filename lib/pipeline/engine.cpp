@@ -30,6 +30,12 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
       m_sweep(m_ctx, m_tree, m_writer),
       m_loop(m_ctx, m_reader, m_stages) {
   m_ctx.proof = &m_proof;
+  // Unknown (the query failed) counts as off: every batch then takes the locked re-read.
+  try {
+    m_ctx.source_fk_checks = source.scalar("SELECT @@foreign_key_checks").value_or("0") == "1";
+  } catch (const db::DbError&) {
+    m_ctx.source_fk_checks = false;
+  }
 }
 
 bool Engine::run() {

@@ -5,13 +5,50 @@
 
 #include "pipeline/holds.h"
 #include "pipeline/rows.h"
+#include "util/strings.h"
 
 namespace goarchive::pipeline {
 
+namespace {
+
+bool same_names(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
+
+// ER_ROW_IS_REFERENCED, ER_ROW_IS_REFERENCED_2: a row still references the one being deleted.
+bool still_referenced(const db::DbError& e) { return e.code() == 1217 || e.code() == 1451; }
+
+}  // namespace
+
 bool ReturningDelete::applies() const {
   // DELETE ... RETURNING: MariaDB 10.0.5 and later.
-  return m_ctx.mode == Mode::archive && m_ctx.tables.size() == 1 && m_ctx.src.info().mariadb &&
-         m_ctx.src.info().version_number >= 100005 && !m_refused.load() && !Holds(m_ctx).any();
+  return m_ctx.mode == Mode::archive && m_ctx.src.info().mariadb && m_ctx.src.info().version_number >= 100005 &&
+         !m_refused.load() && !Holds(m_ctx).any() && (m_ctx.tables.size() == 1 || guarded_tree());
+}
+
+bool ReturningDelete::guarded_tree() const {
+  if (!m_ctx.source_fk_checks || m_ctx.gap_locks) return false;
+  for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
+    const TableMeta& m = m_ctx.tables[t];
+    if (t > 0 && (m.edges.size() != 1 || m.edges[0].config_only || m.edges[0].collated_fk)) return false;
+    // Each foreign key into this table is one of its children's relations, and refuses the parent's delete.
+    for (const auto& fk : m.source.referenced_by) {
+      if (!fk.restricts()) return false;
+      bool relation = false;
+      for (const auto& c : m_ctx.tables) {
+        relation = relation || (c.edges.size() == 1 && c.edges[0].parent == static_cast<int>(t) &&
+                                ascii_lower(fk.database) == ascii_lower(c.source.database) &&
+                                ascii_lower(fk.table) == ascii_lower(c.node.table) &&
+                                same_names(fk.columns, c.edges[0].foreign_key));
+      }
+      if (!relation) return false;
+    }
+  }
+  return true;
 }
 
 bool ReturningDelete::applies(const Batch& batch) const {
@@ -19,13 +56,20 @@ bool ReturningDelete::applies(const Batch& batch) const {
   for (size_t i = 0; i < batch.roots.size(); ++i) {
     if (batch.stays(i)) return false;
   }
+  // Every copied row belongs to a root of the batch.
+  for (const auto& tb : batch.tables) {
+    for (int owner : tb.root) {
+      if (owner < 0) return false;
+    }
+  }
   return true;
 }
 
-std::vector<std::string> ReturningDelete::conditions(const Batch& batch) const {
-  const TableMeta& m = m_ctx.root();
-  const TableRows& tb = batch.tables[0];
+std::vector<std::string> ReturningDelete::conditions(const Batch& batch, size_t t, bool with_where) const {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& tb = batch.tables[t];
   const size_t per_statement = static_cast<size_t>(m_ctx.job.processing.delete_batch_size);
+  const std::string where = with_where ? fmt::format(" AND ({})", m_ctx.job.where) : std::string();
   std::vector<size_t> all(tb.size()), rest;
   for (size_t r = 0; r < all.size(); ++r) all[r] = r;
   std::vector<std::string> out;
@@ -33,37 +77,28 @@ std::vector<std::string> ReturningDelete::conditions(const Batch& batch) const {
   // alone waits for, the row after it.
   const std::string order = sql::ident_list(m.key_cols);
   for (const auto& range : key_ranges(m, tb.rows, all, per_statement, rest)) {
-    out.push_back(fmt::format("({}) AND ({}) ORDER BY {} LIMIT {}", range.where, m_ctx.job.where, order, range.count));
+    out.push_back(fmt::format("({}){} ORDER BY {} LIMIT {}", range.where, where, order, range.count));
   }
   std::vector<sql::KeyLiterals> keys;
   for (size_t r : rest) keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer));
   for (auto& list : key_lists(m.key_cols, keys, statement_budget(m_ctx.src), "", per_statement)) {
-    out.push_back(fmt::format("({}) AND ({})", list, m_ctx.job.where));
+    out.push_back(fmt::format("({}){}", list, where));
   }
   return out;
 }
 
-bool ReturningDelete::run(Batch& batch, std::string& why) const {
-  const TableMeta& m = m_ctx.root();
-  const TableRows& copied = batch.tables[0];
+bool ReturningDelete::delete_table(Batch& batch, size_t t, std::string& why) const {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& copied = batch.tables[t];
+  if (copied.size() == 0) return true;
   db::RowSet got;
   got.set_columns(m.columns);
   const size_t ncols = m.columns.size();
-  try {
-    for (const auto& cond : conditions(batch)) {
-      m_ctx.src.stream(fmt::format("DELETE FROM {} WHERE {} RETURNING {}", m.source_name, cond, m.select_list),
-                       [&](const char* const* cells, const unsigned long* lengths, size_t) {
-                         for (size_t c = 0; c < ncols; ++c) got.push(cells[c], cells[c] ? lengths[c] : 0);
-                       });
-    }
-  } catch (const db::DbError& e) {
-    if (e.retryable() || e.connection_lost()) throw;
-    m_refused = true;
-    spdlog::info("the source refuses DELETE ... RETURNING for this job ({}); every batch is deleted after a locked "
-                 "re-read",
-                 e.what());
-    why = "the source refused the statement";
-    return false;
+  for (const auto& cond : conditions(batch, t, t == 0)) {
+    m_ctx.src.stream(fmt::format("DELETE FROM {} WHERE {} RETURNING {}", m.source_name, cond, m.select_list),
+                     [&](const char* const* cells, const unsigned long* lengths, size_t) {
+                       for (size_t c = 0; c < ncols; ++c) got.push(cells[c], cells[c] ? lengths[c] : 0);
+                     });
   }
   std::vector<bool> seen(copied.size(), false);
   for (size_t r = 0; r < got.rows(); ++r) {
@@ -73,6 +108,7 @@ bool ReturningDelete::run(Batch& batch, std::string& why) const {
       return false;
     }
     seen[*at] = true;
+    // Byte for byte, the foreign key with the rest: a child moved to another parent is a changed row.
     if (!same_row(copied.rows, *at, got, r)) {
       why = name_row(m, copied.rows, *at) + " changed";
       return false;
@@ -81,13 +117,46 @@ bool ReturningDelete::run(Batch& batch, std::string& why) const {
   if (got.rows() != copied.size()) {
     for (size_t r = 0; r < copied.size(); ++r) {
       if (!seen[r]) {
-        why = name_row(m, copied.rows, r) + " is gone or no longer matches `where`";
+        why = name_row(m, copied.rows, r) + (t == 0 ? " is gone or no longer matches `where`" : " is gone");
         break;
       }
     }
     return false;
   }
-  batch.deleted[0] += got.rows();
+  batch.deleted[t] += got.rows();
+  return true;
+}
+
+bool ReturningDelete::run(Batch& batch, std::string& why) const {
+  const TableMeta& root = m_ctx.root();
+  try {
+    if (m_ctx.tables.size() > 1) {
+      // The roots first, locked, as the application's writes lock a root before its children (and as a foreign
+      // key check does): a child inserted under one of them, or moved there, now waits for this commit.
+      const bool by_primary = root.key_cols == root.source.primary_key;
+      for (const auto& cond : conditions(batch, 0, false)) {
+        m_ctx.src.query(fmt::format("SELECT {} FROM {}{} WHERE {} FOR UPDATE", sql::ident_list(root.key_cols),
+                                    root.source_name, by_primary ? " FORCE INDEX (PRIMARY)" : "", cond));
+      }
+    }
+    // Child-first: a row added to a tree before the lock above still references its parent, whose delete
+    // then fails (the foreign key refuses it) instead of leaving the row orphaned.
+    for (int ni : m_ctx.delete_order) {
+      if (!delete_table(batch, static_cast<size_t>(ni), why)) return false;
+    }
+  } catch (const db::DbError& e) {
+    if (e.retryable() || e.connection_lost()) throw;
+    if (still_referenced(e)) {
+      why = fmt::format("a row not copied still references a row of the batch ({})", e.what());
+      return false;
+    }
+    m_refused = true;
+    spdlog::info("the source refuses DELETE ... RETURNING for this job ({}); every batch is deleted after a locked "
+                 "re-read",
+                 e.what());
+    why = "the source refused the statement";
+    return false;
+  }
   return true;
 }
 

@@ -1,10 +1,12 @@
 #pragma once
-// The source delete of a single-table batch in one pass (MariaDB's DELETE ... RETURNING), without the locked
-// re-read: each statement deletes the batch's roots, by integer run or exact key, where they still match `where`,
-// and returns every row it deleted. The batch may go only if those are exactly the rows copied, row for row and
-// byte for byte; anything else (a root changed, gone or no longer matching) and the caller rolls back to its
-// savepoint and decides root by root under locks (Remover). It runs in the caller's transaction and never commits,
-// rolls back or writes the destination.
+// The source delete of a batch in one pass (MariaDB's DELETE ... RETURNING), without the locked re-read: each
+// statement deletes rows of the batch by integer run or exact key (the roots where they still match `where`) and
+// returns every row it deleted. The batch may go only if those are exactly the rows copied, row for row and byte
+// for byte; anything else (a row changed, gone, moved or added, a root no longer matching) and the caller rolls
+// back to its savepoint and decides root by root under locks (Remover). A tree goes this way only when the
+// database itself refuses to delete a parent row that a row of the job's tables still references: then a child
+// added under a root (which no key of the copy names) makes the parent's delete fail instead of orphaning it. It
+// runs in the caller's transaction and never commits, rolls back or writes the destination.
 #include <atomic>
 #include <string>
 
@@ -17,22 +19,29 @@ class ReturningDelete {
 public:
   explicit ReturningDelete(const Context& ctx) : m_ctx(ctx) {}
 
-  // Whether the job's batches may try this path: archive of a job of one table with nothing that holds its roots
-  // (holds.h), on a MariaDB source, and the server has not refused the statement before.
+  // Whether the job's batches may try this path: archive on a MariaDB source, nothing holds its roots (holds.h),
+  // the server has not refused the statement before, and the job is one table or a tree the source's foreign
+  // keys guard (guarded_tree).
   bool applies() const;
   // applies(), for a batch of this run (not a recovery) whose roots all still go.
   bool applies(const Batch& batch) const;
-  // Deletes the batch's roots in the caller's source transaction. True when the statements deleted exactly the
-  // copied rows (batch.deleted counts them); false with the first difference in `why`, and the caller must roll
-  // back what they deleted. A statement the server refuses (its `where` inside a DELETE, say) turns this path
-  // off for the run and returns false; lock waits, deadlocks and lost connections throw.
+  // Deletes the batch's rows, child-first, in the caller's source transaction. True when the statements deleted
+  // exactly the copied rows (batch.deleted counts them); false with the first difference in `why`, and the caller
+  // must roll back what they deleted. A statement the server refuses (its `where` inside a DELETE, say) turns
+  // this path off for the run and returns false; lock waits, deadlocks and lost connections throw.
   bool run(Batch& batch, std::string& why) const;
 
 private:
-  // The statements' conditions, each for at most delete_batch_size roots where they still match `where`: unbroken
-  // integer runs by range, the other keys by exact key (a range of other keys would also lock, and wait for, the
-  // application's rows between them).
-  std::vector<std::string> conditions(const Batch& batch) const;
+  // Every relation is a foreign key of the source database that refuses to delete a referenced parent row
+  // (RESTRICT, NO ACTION), this session checks foreign keys, and no other foreign key points at a table of the
+  // job. A child added under a root, or under any row of its tree, then fails its parent's delete.
+  bool guarded_tree() const;
+  // The statements' conditions for table `t`, each for at most delete_batch_size rows: unbroken integer runs by
+  // range, the other keys by exact key (a range of other keys would also lock, and wait for, the application's
+  // rows between them); the root's also require that its rows still match `where`.
+  std::vector<std::string> conditions(const Batch& batch, size_t t, bool with_where) const;
+  // Deletes table t's rows of the batch, returning them; false with `why` unless they are exactly the copied ones.
+  bool delete_table(Batch& batch, size_t t, std::string& why) const;
 
   const Context& m_ctx;
   mutable std::atomic<bool> m_refused{false};

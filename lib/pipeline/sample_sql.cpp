@@ -65,9 +65,20 @@ std::vector<std::string> Engine::sample_sql() const {
   }
   if (m_ctx.deletes()) {
     if (ReturningDelete(m_ctx).applies()) {
-      out.push_back(fmt::format("-- delete the roots in one pass (a job of one table), returning what it deleted; "
-                                "unless that is exactly what was copied,\n-- back to a savepoint before it and the "
-                                "locked re-read below\nDELETE FROM {} WHERE {} AND ({}) RETURNING {}",
+      if (m_ctx.tables.size() > 1) {
+        out.push_back(fmt::format("-- one pass (a tree its foreign keys guard): lock the roots, then delete child-first, "
+                                  "each statement returning what it deleted\nSELECT {} FROM {} WHERE {} FOR UPDATE",
+                                  sql::ident_list(root.key_cols), root.source_name, key_list(root.key_cols)));
+        for (int ni : m_ctx.delete_order) {
+          const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
+          if (ni == 0) continue;
+          out.push_back(fmt::format("DELETE FROM {} WHERE {} RETURNING {}", m.source_name, key_list(m.key_cols),
+                                    m.select_list));
+        }
+      }
+      out.push_back(fmt::format("-- delete the roots in one pass, returning what it deleted; unless every statement "
+                                "returned exactly what was copied,\n-- back to a savepoint before it and the locked "
+                                "re-read below\nDELETE FROM {} WHERE {} AND ({}) RETURNING {}",
                                 root.source_name, key_list(root.key_cols), m_ctx.job.where, root.select_list));
     }
     out.push_back(fmt::format("-- lock and re-read the roots before the delete\nSELECT {} FROM {} WHERE {} FOR UPDATE",

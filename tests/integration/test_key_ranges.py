@@ -21,12 +21,14 @@ JOB = {"root_table": "p", "where": "old = 1", "relations": [{"table": "c", "fore
 RELATIONS = [("c", ["p_id"], "p", ["id"])]
 
 
-def schema(sc, rows, archived, missing=()):
+def schema(sc, rows, archived, missing=(), on_delete=""):
     """p (ids 1..ROWS except MISSING, `old` for ids <= ARCHIVED) with two children each in c (a real foreign key).
-    Many more rows than a batch, as in production: on a tiny table the server scans instead of reading by key."""
+    Many more rows than a batch, as in production: on a tiny table the server scans instead of reading by key.
+    The foreign key refuses a parent's delete (the one pass, returning_delete.h) unless ON_DELETE says otherwise
+    (" ON DELETE CASCADE": every batch takes the locked re-read)."""
     sc.both(f"CREATE TABLE p (id BIGINT UNSIGNED PRIMARY KEY, old TINYINT NOT NULL, v VARCHAR(20)) {INNODB}")
     sc.both(f"CREATE TABLE c (id INT PRIMARY KEY, p_id BIGINT UNSIGNED NOT NULL, v VARCHAR(20), "
-            f"FOREIGN KEY (p_id) REFERENCES p (id)) {INNODB}")
+            f"FOREIGN KEY (p_id) REFERENCES p (id){on_delete}) {INNODB}")
     sc.src(f"INSERT INTO p SELECT seq, seq <= {archived}, CONCAT('p', seq) FROM seq_1_to_{rows}")
     sc.src(f"INSERT INTO c SELECT 2 * p.id + s.seq, p.id, CONCAT('c', s.seq) FROM p JOIN seq_0_to_1 s")
     for i in missing:
@@ -60,14 +62,15 @@ class KeyRangeTest(unittest.TestCase):
         self.assertTrue(ready.wait(10), "the application transaction did not start")
         return t
 
-    def test_unbroken_run_is_deleted_by_range_without_waiting_for_the_row_after_it(self):
+    def run_holding_row_21(self, on_delete):
+        """20 roots archived in batches of 10 while an application holds root 21 (the first kept one, right after
+        the last batch) and its children locked for 15 s, longer than the run may take: a statement that read past
+        its range would wait for them. Returns the scenario, the original rows and the source's general log."""
         sc = Scenario(self, "keyrange")
-        schema(sc, 3000, archived=20)
+        schema(sc, 3000, archived=20, on_delete=on_delete)
         before = sc.snapshot(["p", "c"])
         log = GeneralLog(self, "source")
         cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
-        # Rows 21 (the first kept root, right after the last batch) and its children stay locked for 15 s, longer
-        # than the run may take; a delete that read past its range would wait for them.
         holder = self.hold_rows(sc, ["SELECT * FROM p WHERE id = 21 FOR UPDATE",
                                        "SELECT * FROM c WHERE p_id = 21 FOR UPDATE"], 15)
         t0 = time.monotonic()
@@ -76,6 +79,32 @@ class KeyRangeTest(unittest.TestCase):
         holder.join()
         self.assertEqual(r.rc, 0, r)
         self.assertLess(took, 10, f"the run took {took:.1f}s: it waited for the application's lock on row 21")
+        self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), list(range(1, 21)))
+        self.assertEqual(sc.count("source", "p"), 3000 - 20)
+        self.assertEqual(sc.count("destination", "c"), 40)
+        sc.assert_invariant(before, RELATIONS)
+        return sc, log
+
+    def test_a_guarded_tree_is_deleted_in_one_pass_by_range_without_waiting_for_the_row_after_it(self):
+        # The foreign key refuses a parent's delete while a child references it: the roots are locked by range,
+        # then each table is deleted child-first by range, returning what it deleted; no locked re-read.
+        sc, log = self.run_holding_row_21("")
+        deletes = log.statements("DELETE FROM `" + sc.src_db + "`.")
+        for want in ("`c` WHERE (`id` BETWEEN 2 AND 21) ORDER BY `id` LIMIT 20 RETURNING `id`, `p_id`, `v`",
+                     "`c` WHERE (`id` BETWEEN 22 AND 41) ORDER BY `id` LIMIT 20 RETURNING `id`, `p_id`, `v`",
+                     "`p` WHERE (`id` BETWEEN 1 AND 10) AND (old = 1) ORDER BY `id` LIMIT 10 RETURNING `id`, `old`, `v`",
+                     "`p` WHERE (`id` BETWEEN 11 AND 20) AND (old = 1) ORDER BY `id` LIMIT 10 RETURNING `id`, `old`, "
+                     "`v`"):
+            self.assertTrue(any(s.endswith(want) for s in deletes), f"{want} not in {deletes}")
+        locked = [s for s in log.statements("FOR UPDATE") if f"`{sc.src_db}`." in s and "general_log" not in s]
+        want = (f"SELECT `id` FROM `{sc.src_db}`.`p` FORCE INDEX (PRIMARY) WHERE (`id` BETWEEN 11 AND 20) ORDER BY "
+                "`id` LIMIT 10 FOR UPDATE")
+        self.assertTrue(any(s.endswith(want) for s in locked), f"{want} not in {locked}")
+        self.assertFalse([s for s in locked if f"`{sc.src_db}`.`c`" in s], "a locked re-read of the children")
+
+    def test_unbroken_run_is_deleted_by_range_without_waiting_for_the_row_after_it(self):
+        # ON DELETE CASCADE: the database would not refuse a parent's delete, so every batch is locked and re-read.
+        sc, log = self.run_holding_row_21(" ON DELETE CASCADE")
         deletes = [s for s in log.statements("DELETE FROM") if "`p`" in s.split(" WHERE ")[0]]
         self.assertTrue(any("`id` BETWEEN 1 AND 10 ORDER BY `id` LIMIT 10" in s for s in deletes), deletes)
         self.assertTrue(any("`id` BETWEEN 11 AND 20 ORDER BY `id` LIMIT 10" in s for s in deletes), deletes)
@@ -86,23 +115,25 @@ class KeyRangeTest(unittest.TestCase):
         locked = [s for s in log.statements("BETWEEN") if s.rstrip().endswith("FOR UPDATE")]
         self.assertTrue(any("`id` BETWEEN 11 AND 20 ORDER BY `id` LIMIT 10 FOR UPDATE" in s for s in locked), locked)
         self.assertFalse([s for s in locked if " LIMIT " not in s or "`c`" in s.split(" WHERE ")[0]], locked)
-        self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), list(range(1, 21)))
-        self.assertEqual(sc.count("source", "p"), 3000 - 20)
-        self.assertEqual(sc.count("destination", "c"), 40)
-        sc.assert_invariant(before, RELATIONS)
 
     def test_keys_with_a_gap_go_by_exact_key(self):
+        for on_delete, last in (("", "(`id` BETWEEN 12 AND 13) AND (old = 1) ORDER BY `id` LIMIT 2"),
+                                (" ON DELETE CASCADE", "`id` BETWEEN 12 AND 13 ORDER BY `id` LIMIT 2")):
+            with self.subTest(on_delete=on_delete):
+                self.gap_goes_by_exact_key(on_delete, last)
+
+    def gap_goes_by_exact_key(self, on_delete, last):
         sc = Scenario(self, "keygap")
         ids = [1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13]  # 4 is missing: the first batch of 10 is not a run
-        schema(sc, 3000, archived=13, missing=[4])
+        schema(sc, 3000, archived=13, missing=[4], on_delete=on_delete)
         before = sc.snapshot(["p", "c"])
         log = GeneralLog(self, "source")
         cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
         r = sc.job("archive", cfg)
         self.assertEqual(r.rc, 0, r)
-        deletes = [s for s in log.statements("DELETE FROM") if "`p`" in s.split(" WHERE ")[0]]
+        deletes = [s for s in log.statements("DELETE FROM `" + sc.src_db) if "`p`" in s.split(" WHERE ")[0]]
         self.assertTrue(any("`id` IN (" in s for s in deletes), deletes)  # the first batch, with the gap
-        self.assertTrue(any("`id` BETWEEN 12 AND 13 ORDER BY `id` LIMIT 2" in s for s in deletes), deletes)
+        self.assertTrue(any(last in s for s in deletes), deletes)
         self.assertEqual(sc.count("source", "p"), 3000 - 13)
         self.assertEqual(sorted(k[0] for k in sc.rows("destination", "p")), ids)
         sc.assert_invariant(before, RELATIONS)

@@ -483,8 +483,11 @@ class SafetyLiveTest(unittest.TestCase):
         sc = Scenario(self, "stale_kept")
         tree(sc)
         cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        # The tree's foreign keys refuse a parent's delete, so the batch first tries the one pass, whose decision
+        # (every root goes) is the run's first mark; its difference (root 3) sends it back to the locked re-read,
+        # whose decision (root 3 kept) is the second.
         run = Paused(self, sc, "after_copy_commit:1", "archive", "-c", cfg, "-j", "j",
-                     env={"GOARCHIVE_FAULT": "after_mark_deleting:1"})
+                     env={"GOARCHIVE_FAULT": "after_mark_deleting:2"})
         try:
             run.wait()
             app(sc, "UPDATE p SET v = 'NEW' WHERE id = 3")
