@@ -1,5 +1,8 @@
 #include "pipeline/returning_delete.h"
 
+#include <map>
+#include <set>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -65,6 +68,40 @@ bool ReturningDelete::applies(const Batch& batch) const {
   return true;
 }
 
+std::vector<std::string> ReturningDelete::parent_conditions(const Batch& batch, size_t t) const {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& parent = batch.tables[static_cast<size_t>(m.edges[0].parent)];
+  const TableRows& tb = batch.tables[t];
+  const size_t per_statement = static_cast<size_t>(m_ctx.job.processing.delete_batch_size);
+  const size_t budget = statement_budget(m_ctx.src);
+  std::map<std::string, size_t> children;  // encoded foreign-key value -> copied rows with it
+  for (size_t r = 0; r < tb.size(); ++r) ++children[encode_values(tb.rows, r, m.fk_idx)];
+  std::set<std::string> taken;
+  std::vector<std::string> out;
+  std::vector<sql::KeyLiterals> chunk;
+  size_t rows = 0, bytes = 0;
+  auto flush = [&] {
+    if (!chunk.empty()) out.push_back("(" + sql::key_in(m.node.foreign_key, chunk, "") + ")");
+    chunk.clear();
+    rows = bytes = 0;
+  };
+  for (size_t r = 0; r < parent.size(); ++r) {
+    if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
+    std::string v = encode_values(parent.rows, r, m.parent_ref_idx);
+    auto kids = children.find(v);
+    if (kids == children.end() || !taken.insert(v).second) continue;  // no child copied, or named already
+    sql::KeyLiterals lit = literals(parent.rows, r, m.parent_ref_idx, m.fk_binary, m.fk_integer);
+    size_t size = 8;
+    for (const auto& x : lit) size += x.size() + 2;
+    if (!chunk.empty() && (rows + kids->second > per_statement || bytes + size > budget)) flush();
+    chunk.push_back(std::move(lit));
+    rows += kids->second;
+    bytes += size;
+  }
+  flush();
+  return out;
+}
+
 std::vector<std::string> ReturningDelete::conditions(const Batch& batch, size_t t, bool with_where) const {
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
@@ -72,6 +109,15 @@ std::vector<std::string> ReturningDelete::conditions(const Batch& batch, size_t 
   const std::string where = with_where ? fmt::format(" AND ({})", m_ctx.job.where) : std::string();
   std::vector<size_t> all(tb.size()), rest;
   for (size_t r = 0; r < all.size(); ++r) all[r] = r;
+  // A child whose keys are no unbroken run and not single whole numbers (a composite key with a DATE column,
+  // say) goes through its parents' keys: `fk IN (...)` is one range of the foreign key's index per parent,
+  // where a list of composite keys is slow to plan. It also deletes, and returns, any child of theirs that was
+  // not copied: the comparison below then sends the batch back.
+  if (t > 0 && !(m.key_idx.size() == 1 && m.key_integer[0])) {
+    key_ranges(m, tb.rows, all, per_statement, rest);
+    if (!rest.empty()) return parent_conditions(batch, t);  // not every row is in a run of its leading value
+    rest.clear();
+  }
   std::vector<std::string> out;
   // `ORDER BY key LIMIT n`: the range stops at its n-th row while they all still match, so it never reads, let
   // alone waits for, the row after it.

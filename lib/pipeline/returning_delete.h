@@ -40,6 +40,9 @@ private:
   // range, the other keys by exact key (a range of other keys would also lock, and wait for, the application's
   // rows between them); the root's also require that its rows still match `where`.
   std::vector<std::string> conditions(const Batch& batch, size_t t, bool with_where) const;
+  // Child table t's rows of the batch through their parents' referenced values (`fk IN (...)`), each statement
+  // for the parents of at most delete_batch_size copied rows (more for a parent that has more on its own).
+  std::vector<std::string> parent_conditions(const Batch& batch, size_t t) const;
   // Deletes table t's rows of the batch, returning them; false with `why` unless they are exactly the copied ones.
   bool delete_table(Batch& batch, size_t t, std::string& why) const;
 

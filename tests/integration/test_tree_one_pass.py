@@ -13,6 +13,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scenario import Scenario  # noqa: E402
+
+INNODB = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
 from test_key_lists import GeneralLog  # noqa: E402
 from test_safety_live import JOB, RELATIONS, TABLES, app, paused_write, tree, tree_of  # noqa: E402
 
@@ -111,6 +113,50 @@ class TreeOnePassTest(unittest.TestCase):
         self.assertEqual(set(sc.rows("destination", "p")), {(5,)})
         self.assertEqual(sc.rows("source", "c")[(7,)], (7, 1, "c7"))
         sc.assert_invariant(latest, RELATIONS)
+        self.assertEqual(sc.unfinished(), 0)
+
+    # A child whose primary key is composite with a DATE column (employees -> salaries) goes through its parents'
+    # key in the one pass: `emp_no IN (...)`, which also deletes, and returns, a child that was never copied.
+    SALARIES = {"root_table": "p", "where": "old = 1", "relations": [{"table": "s", "foreign_key": "p_id"}]}
+
+    def salaries(self, sc):
+        sc.both(f"CREATE TABLE p (id INT PRIMARY KEY, old TINYINT NOT NULL, v VARCHAR(20)) {INNODB}")
+        sc.both(f"CREATE TABLE s (p_id INT NOT NULL, d DATE NOT NULL, amt INT NOT NULL, PRIMARY KEY (p_id, d), "
+                f"FOREIGN KEY (p_id) REFERENCES p (id)) {INNODB}")
+        sc.src("INSERT INTO p SELECT seq, seq % 2, CONCAT('p', seq) FROM seq_1_to_6")
+        sc.src("INSERT INTO s SELECT p.id, DATE'2020-01-01' + INTERVAL k.seq YEAR, 100 * p.id + k.seq "
+               "FROM p JOIN seq_1_to_4 k")
+
+    def test_composite_child_keys_go_through_the_parents_key(self):
+        sc = Scenario(self, "treesal")
+        self.salaries(sc)
+        before = sc.snapshot(["p", "s"])
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": self.SALARIES}, processing={"batch_size": 10})
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        deletes = [x for x in log.statements(f"DELETE FROM `{sc.src_db}`.`s`") if "general_log" not in x]
+        self.assertEqual(len(deletes), 1, deletes)
+        self.assertTrue(deletes[0].endswith("WHERE (`p_id` IN (1,3,5)) RETURNING `p_id`, `d`, `amt`"), deletes)
+        self.assertEqual(sc.count("destination", "s"), 12)
+        self.assertEqual(set(k[0] for k in sc.rows("source", "s")), {2, 4, 6})
+        sc.assert_invariant(before, [("s", ["p_id"], "p", ["id"])])
+        self.assertEqual(sc.unfinished(), 0)
+
+    def test_a_composite_key_child_added_after_the_copy_is_returned_and_its_root_stays(self):
+        sc = Scenario(self, "treesaladd")
+        self.salaries(sc)
+        cfg = sc.config({"j": self.SALARIES}, processing={"batch_size": 10})
+        r = paused_write(self, sc, cfg, "after_copy_commit:1",
+                         lambda: app(sc, "INSERT INTO s VALUES (3, '2030-01-01', 999)"))
+        self.assertEqual(r.rc, 0, r)
+        self.assertRegex(r.out + r.err, r"s \(p_id, d\) = \(3, 2030-01-01\) was added")
+        latest = sc.snapshot(["p", "s"])
+        self.assertEqual(set(sc.rows("source", "p")), {(2,), (3,), (4,), (6,)})
+        self.assertEqual(set(sc.rows("destination", "p")), {(1,), (5,)})
+        self.assertEqual(len([k for k in sc.rows("source", "s") if k[0] == 3]), 5, "root 3's salaries left the source")
+        self.assertEqual(len([k for k in sc.rows("destination", "s") if k[0] == 3]), 0, "root 3's copy stayed")
+        sc.assert_invariant(latest, [("s", ["p_id"], "p", ["id"])])
         self.assertEqual(sc.unfinished(), 0)
 
 
