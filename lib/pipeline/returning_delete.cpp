@@ -38,17 +38,23 @@ bool ReturningDelete::guarded_tree() const {
   for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
     const TableMeta& m = m_ctx.tables[t];
     if (t > 0 && (m.edges.size() != 1 || m.edges[0].config_only || m.edges[0].collated_fk)) return false;
-    // Each foreign key into this table is one of its children's relations, and refuses the parent's delete.
+    // Each foreign key into this table is one of its children's relations, over the columns the relation
+    // names on both sides, references a unique key (a child row then has one parent row), and refuses the
+    // parent's delete.
     for (const auto& fk : m.source.referenced_by) {
       if (!fk.restricts()) return false;
+      bool unique = false;
+      for (const auto& key : m.source.unique_keys) unique = unique || same_names(key, fk.ref_columns);
       bool relation = false;
       for (const auto& c : m_ctx.tables) {
-        relation = relation || (c.edges.size() == 1 && c.edges[0].parent == static_cast<int>(t) &&
-                                ascii_lower(fk.database) == ascii_lower(c.source.database) &&
+        if (c.edges.size() != 1 || c.edges[0].parent != static_cast<int>(t)) continue;
+        std::vector<std::string> refs;
+        for (size_t i : c.edges[0].parent_ref_idx) refs.push_back(m.columns[i]);
+        relation = relation || (ascii_lower(fk.database) == ascii_lower(c.source.database) &&
                                 ascii_lower(fk.table) == ascii_lower(c.node.table) &&
-                                same_names(fk.columns, c.edges[0].foreign_key));
+                                same_names(fk.columns, c.edges[0].foreign_key) && same_names(fk.ref_columns, refs));
       }
-      if (!relation) return false;
+      if (!unique || !relation) return false;
     }
   }
   return true;
