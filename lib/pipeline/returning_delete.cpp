@@ -14,14 +14,6 @@ namespace goarchive::pipeline {
 
 namespace {
 
-bool same_names(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-  }
-  return true;
-}
-
 // ER_ROW_IS_REFERENCED, ER_ROW_IS_REFERENCED_2: a row still references the one being deleted.
 bool still_referenced(const db::DbError& e) { return e.code() == 1217 || e.code() == 1451; }
 

@@ -17,14 +17,6 @@ size_t position(const std::vector<std::string>& columns, const std::string& col)
   return columns.size();
 }
 
-bool same_names(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-  }
-  return true;
-}
-
 // True when the source declares a foreign key from `child` to `parent` over the relation's columns.
 bool declared_in_database(const TableMeta& child, const std::string& parent_table,
                           const std::vector<std::string>& foreign_key) {

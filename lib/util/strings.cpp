@@ -142,4 +142,12 @@ bool same_columns(const std::vector<std::string>& a, const std::vector<std::stri
   return sa == sb;
 }
 
+bool same_names(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace goarchive

@@ -11,6 +11,8 @@ namespace goarchive {
 std::string ascii_lower(std::string_view s);
 // The same column names in any order, compared as ASCII case-insensitive sets (MySQL column names).
 bool same_columns(const std::vector<std::string>& a, const std::vector<std::string>& b);
+// The same column names in the same order, ASCII case-insensitive (a foreign key's columns against a relation's).
+bool same_names(const std::vector<std::string>& a, const std::vector<std::string>& b);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 std::vector<std::string> split(std::string_view s, char sep);
 std::string trim(std::string_view s);

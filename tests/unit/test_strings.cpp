@@ -86,3 +86,11 @@ TEST_CASE("strings: ascii_lower leaves non-ASCII bytes unchanged") {
   CHECK(goarchive::ascii_lower("\xF0\x9F\x98\x80T") == "\xF0\x9F\x98\x80t");
   CHECK(goarchive::ascii_lower("\0A"s) == "\0a"s);
 }
+
+TEST_CASE("strings: same_names compares column names in order, ASCII case-insensitive") {
+  using goarchive::same_names;
+  CHECK(same_names({"emp_no", "From_Date"}, {"EMP_NO", "from_date"}));
+  CHECK_FALSE(same_names({"emp_no", "from_date"}, {"from_date", "emp_no"}));  // order matters
+  CHECK_FALSE(same_names({"emp_no"}, {"emp_no", "from_date"}));
+  CHECK(same_names({}, {}));
+}
