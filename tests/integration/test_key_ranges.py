@@ -65,7 +65,7 @@ class KeyRangeTest(unittest.TestCase):
     def run_holding_row_21(self, on_delete):
         """20 roots archived in batches of 10 while an application holds root 21 (the first kept one, right after
         the last batch) and its children locked for 15 s, longer than the run may take: a statement that read past
-        its range would wait for them. Returns the scenario, the original rows and the source's general log."""
+        its range would wait for them. Returns the scenario and the source's general log."""
         sc = Scenario(self, "keyrange")
         schema(sc, 3000, archived=20, on_delete=on_delete)
         before = sc.snapshot(["p", "c"])
