@@ -157,6 +157,16 @@ TEST_CASE("tree: a relation equal to the root table is refused") {
   CHECK(message_of<ConfigError>([&] { Tree t(j); }).find("root") != std::string::npos);
 }
 
+TEST_CASE("tree: two spellings of one table name that differ only in case are refused") {
+  Job j = job({rel("itEms", {"order_id"}), rel("items", {"order_id"})});
+  std::string msg = message_of<ConfigError>([&] { Tree t(j); });
+  CHECK(msg.find("tables itEms and items differ only in letter case") != std::string::npos);
+  Job root = job({rel("Orders", {"parent_id"})});
+  CHECK(message_of<ConfigError>([&] { Tree t(root); }).find("tables orders and Orders differ only in letter case") !=
+        std::string::npos);
+  CHECK_NOTHROW(Tree{job({rel("items", {"order_id"}), rel("notes", {"item_id"}, "items")})});
+}
+
 TEST_CASE("tree: a cycle is refused") {
   Job j = job({rel("order_items", {"order_id"}), rel("a", {"b_id"}, "b"), rel("b", {"a_id"}, "a")});
   CHECK_THROWS_AS(Tree{j}, ConfigError);
