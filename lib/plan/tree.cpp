@@ -46,13 +46,12 @@ std::map<std::string, int> Tree::add_nodes(const config::Job& job) {
                                     job.name, rel.table, k_order_reason));
     }
     if (!index.count(rel.table)) {
-      for (const auto& [name, at] : index) {
-        (void)at;
-        if (ascii_lower(name) != ascii_lower(rel.table)) continue;
+      for (const auto& entry : index) {
+        if (ascii_lower(entry.first) != ascii_lower(rel.table)) continue;
         throw ConfigError(fmt::format("job \"{}\": tables {} and {} differ only in letter case; on a server with "
                                       "lower_case_table_names = 1 or 2 they are one table, which the job would then "
                                       "copy and delete twice; spell the table the same way everywhere in the job",
-                                      job.name, name, rel.table));
+                                      job.name, entry.first, rel.table));
       }
       index[rel.table] = static_cast<int>(m_nodes.size());
       m_nodes.push_back(Node{rel.table, -1, {}, {}, {}, 0, {}, {}});
