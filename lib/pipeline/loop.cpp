@@ -1,13 +1,17 @@
 #include "pipeline/loop.h"
 
+#include <atomic>
 #include <chrono>
+#include <deque>
 #include <future>
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "pipeline/source_worker.h"
+#include "util/error.h"
 #include "util/fault.h"
 
 namespace goarchive::pipeline {
@@ -24,17 +28,28 @@ bool Loop::run(unsigned& batch_no) {
   return m_ctx.deletes() ? pipelined(batch_no) : batch_by_batch(batch_no);
 }
 
-// Each batch still goes read -> copy -> verify -> mark deleting -> delete -> done, in that order; at most four
-// batches are in memory (one read ahead, one copying, one deleting, one waiting for its done, which rides in
-// the next copy transaction).
+// Each batch still goes read -> copy -> verify -> mark deleting -> delete -> done, in that order. The source
+// deletes run one after another on the worker, in batch order, while the main thread copies: up to two copied
+// batches wait for their delete, so that the worker starts the next delete the moment one commits instead of
+// waiting for the copy beside it (the two take turns being the longer). At most five batches are in memory (one
+// read ahead, one copying, two deleting or waiting to, one waiting for its done, which rides in the next copy
+// transaction). A delete that fails stops the ones queued behind it unrun: their batches stay copied, for the
+// rerun's recovery.
 bool Loop::pipelined(unsigned& batch_no) {
+  constexpr size_t k_deletes_ahead = 2;
+  struct Deleting {
+    std::unique_ptr<Batch> batch;
+    std::future<void> done;
+  };
   std::optional<std::vector<std::string>> cursor;  // touched only by read tasks, one after another
-  std::unique_ptr<Batch> current, next, deleting;
+  std::unique_ptr<Batch> current, next;
+  std::deque<Deleting> deleting;                // delete queued or under way, in batch order
   std::vector<std::unique_ptr<Batch>> deleted;  // delete committed, end not yet written
-  std::future<void> read_done, delete_done;
+  std::future<void> read_done;
+  auto failed = std::make_shared<std::atomic<bool>>(false);  // a delete failed: the queued ones do not run
   // Declared last: destroyed (joined) first, before the batches their tasks use. The next batch's plain read runs
   // on a thread and a source session of its own when there is one (Context::reads), beside the delete of the
-  // batch before it; else on the worker, after that delete.
+  // batch before it; else on the worker, after the deletes queued before it.
   SourceWorker worker;
   std::optional<SourceWorker> reader;
   if (m_ctx.reads) reader.emplace();
@@ -54,15 +69,38 @@ bool Loop::pipelined(unsigned& batch_no) {
       if (m_ctx.reads && !pb->roots.empty()) m_stages.prebuild(*pb);
     });
   };
-  auto wait_delete = [&]() {
-    if (!deleting) return;
+  auto submit_delete = [&](std::unique_ptr<Batch> b) {
+    std::future<void> done = worker.submit([this, failed, pb = b.get()] {
+      if (failed->load()) throw Error(fmt::format("batch {}: not deleted, a delete before it failed", pb->no));
+      spdlog::info("batch {} delete phase start", pb->no);
+      try {
+        m_stages.remove(*pb);
+      } catch (...) {
+        failed->store(true);
+        throw;
+      }
+    });
+    deleting.push_back(Deleting{std::move(b), std::move(done)});
+  };
+  // Moves the oldest delete to `deleted` once it committed; rethrows its failure.
+  auto retire_oldest = [&]() {
     auto t0 = Clock::now();
-    delete_done.get();
+    deleting.front().done.get();
     m_ctx.stats.t_wait_source += since(t0);
-    deleted.push_back(std::move(deleting));
+    deleted.push_back(std::move(deleting.front().batch));
+    deleting.pop_front();
+  };
+  auto retire_committed = [&]() {
+    while (!deleting.empty() &&
+           deleting.front().done.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      retire_oldest();
+    }
+  };
+  auto wait_deletes = [&]() {
+    while (!deleting.empty()) retire_oldest();
   };
   auto flush = [&]() {
-    wait_delete();
+    wait_deletes();
     m_stages.finish_all(deleted);
   };
   if (!m_ctx.hooks.boundary("batch")) return false;
@@ -78,16 +116,17 @@ bool Loop::pipelined(unsigned& batch_no) {
     }
     current->no = ++batch_no;
     next = std::make_unique<Batch>();
-    read_done = submit_read(*next);  // prefetch, beside (or behind) the delete of the previous batch
-    // The end of batches deleted so far rides in this batch's copy transaction.
-    m_stages.prepare_after(*current, deleted, wait_delete);
+    read_done = submit_read(*next);  // prefetch, beside (or behind) the deletes of the batches before
+    // The end of batches deleted so far rides in this batch's copy transaction; a copy that must settle first
+    // waits for every delete queued before it.
+    retire_committed();
+    m_stages.prepare_after(*current, deleted, wait_deletes);
     m_ctx.hooks.gate("delete");
-    spdlog::info("batch {} delete phase start", current->no);
     m_ctx.hooks.progress(m_ctx.stats, "deleting");
-    wait_delete();  // the previous batch's delete, which ran beside this batch's copy
-    // On the worker: the source delete, beside the next batch's copy on the main thread.
-    delete_done = worker.submit([this, pb = current.get()] { m_stages.remove(*pb); });
-    deleting = std::move(current);
+    retire_committed();
+    while (deleting.size() >= k_deletes_ahead) retire_oldest();
+    // On the worker: the source delete, beside the next batches' copy on the main thread.
+    submit_delete(std::move(current));
     auto t0 = Clock::now();
     read_done.get();
     m_ctx.stats.t_wait_source += since(t0);

@@ -1,7 +1,7 @@
 #pragma once
-// The order of the stages over many batches, and the threads: archive and purge overlap the source side of
-// batch n (delete) and the read of batch n+1 with the destination side of the next batch; copy-only runs
-// batch by batch. It decides nothing about rows: the stages do.
+// The order of the stages over many batches, and the threads: archive and purge overlap the source side (the
+// deletes of up to two copied batches, in batch order, and the read of the next one) with the destination side
+// of the batch after them; copy-only runs batch by batch. It decides nothing about rows: the stages do.
 #include <string>
 #include <vector>
 

@@ -496,7 +496,9 @@ class ModesTest(unittest.TestCase):
         tree3(sc, roots=16)  # 8 old roots: 4 batches of 2
         before = sc.snapshot(TREE3_TABLES)
         cfg = sc.config({"j": TREE3_JOB}, processing={"batch_size": 2})
-        run = Paused(self, sc, "after_batch:1", "archive", "-c", cfg, "-j", "j")
+        # Paused once batch 2's copy committed: batch 3 is the first copied under the trigger, however far the
+        # deletes of batches 1 and 2 have got on the source worker.
+        run = Paused(self, sc, "after_copy_commit:2", "archive", "-c", cfg, "-j", "j")
         try:
             run.wait()
             sc.dst("CREATE TRIGGER g_rewrite BEFORE INSERT ON g FOR EACH ROW SET NEW.v = CONCAT(NEW.v, '!')")

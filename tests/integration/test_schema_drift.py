@@ -32,7 +32,7 @@ class DriftTest(unittest.TestCase):
         original = sc.snapshot(["p", "c"])
         pause = os.path.join(sc.tmp, "pause")
         open(pause, "w").close()
-        env = dict(os.environ, GOARCHIVE_PAUSE=f"after_batch:1:{pause}")
+        env = dict(os.environ, GOARCHIVE_PAUSE=f"after_copy_commit:2:{pause}")
         proc = subprocess.Popen([BIN, "archive", "-c", cfg, "-j", "j", "--no-progress"], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
