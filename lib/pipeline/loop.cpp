@@ -99,8 +99,23 @@ bool Loop::pipelined(unsigned& batch_no) {
   auto wait_deletes = [&]() {
     while (!deleting.empty()) retire_oldest();
   };
+  // Runs a retire; when a delete failed, the batches whose delete committed before it get their end recorded
+  // (no destination transaction is open here) before the failure goes on, so that only the failed batch and
+  // those queued behind it are left for the rerun's recovery.
+  auto retiring = [&](const auto& retire) {
+    try {
+      retire();
+    } catch (...) {
+      try {
+        m_stages.finish_all(deleted);
+      } catch (const std::exception& e) {
+        spdlog::error("the batches deleted before the failed delete could not be recorded as done: {}", e.what());
+      }
+      throw;
+    }
+  };
   auto flush = [&]() {
-    wait_deletes();
+    retiring(wait_deletes);
     m_stages.finish_all(deleted);
   };
   if (!m_ctx.hooks.boundary("batch")) return false;
@@ -119,12 +134,14 @@ bool Loop::pipelined(unsigned& batch_no) {
     read_done = submit_read(*next);  // prefetch, beside (or behind) the deletes of the batches before
     // The end of batches deleted so far rides in this batch's copy transaction; a copy that must settle first
     // waits for every delete queued before it.
-    retire_committed();
+    retiring(retire_committed);
     m_stages.prepare_after(*current, deleted, wait_deletes);
     m_ctx.hooks.gate("delete");
     m_ctx.hooks.progress(m_ctx.stats, "deleting");
-    retire_committed();
-    while (deleting.size() >= k_deletes_ahead) retire_oldest();
+    retiring([&] {
+      retire_committed();
+      while (deleting.size() >= k_deletes_ahead) retire_oldest();
+    });
     // On the worker: the source delete, beside the next batches' copy on the main thread.
     submit_delete(std::move(current));
     auto t0 = Clock::now();

@@ -136,6 +136,35 @@ class ModesTest(unittest.TestCase):
         self.assertFalse(sc.job_schema_exists())
 
     # -- validate --------------------------------------------------------------------------------------------------
+    def test_a_failed_delete_records_the_batches_deleted_before_it(self):
+        """A source trigger created mid-run refuses the delete of root 13, in the last of 4 batches of 2. The run
+        exits 1 with that batch whole in the source and its copy left for the rerun's recovery; the batches whose
+        deletes committed before it, queued on the same source worker, are recorded done, not left to the
+        recovery. Once the trigger is gone, the rerun finishes the batch."""
+        sc = Scenario(self, "delete_fails")
+        tree3(sc, roots=16)  # old roots 1, 3, ..., 15: batches {1,3} {5,7} {9,11} {13,15}
+        before = sc.snapshot(TREE3_TABLES)
+        cfg = sc.config({"j": TREE3_JOB}, processing={"batch_size": 2})
+        run = Paused(self, sc, "after_copy_commit:2", "archive", "-c", cfg, "-j", "j")
+        try:
+            run.wait()
+            sc.src("CREATE TRIGGER p_keep BEFORE DELETE ON p FOR EACH ROW BEGIN "
+                   "IF OLD.id = 13 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'p 13 is kept'; END IF; END")
+        finally:
+            run.release()
+        r = run.finish()
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("p 13 is kept", r.err)
+        self.assertEqual(sorted(k[0] for k in sc.rows("source", "p") if k[0] % 2), [13, 15])
+        self.assertEqual(sc.count("source", "c"), 8 * 3 + 2 * 3, "batch 4's children were deleted without it")
+        self.assertEqual(sc.unfinished(), 2, "batches 1-3 were deleted before the failure: they are done")
+        sc.src("DROP TRIGGER p_keep")
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        sc.assert_invariant(before, TREE3_RELATIONS)
+        self.assertEqual({t: sc.count("destination", t) for t in TREE3_TABLES}, {"p": 8, "c": 24, "g": 48})
+        self.assertEqual(sc.unfinished(), 0)
+
     def test_validate_good_config(self):
         sc = Scenario(self, "validok")
         tree3(sc)
