@@ -34,7 +34,7 @@ bool Loop::run(unsigned& batch_no) {
 // waiting for the copy beside it (the two take turns being the longer). At most five batches are in memory (one
 // read ahead, one copying, two deleting or waiting to, one waiting for its done, which rides in the next copy
 // transaction). A delete that fails stops the ones queued behind it unrun: their batches stay copied, for the
-// rerun's recovery.
+// rerun's recovery; whatever fails, the batches deleted before it are recorded done first.
 bool Loop::pipelined(unsigned& batch_no) {
   constexpr size_t k_deletes_ahead = 2;
   struct Deleting {
@@ -99,63 +99,66 @@ bool Loop::pipelined(unsigned& batch_no) {
   auto wait_deletes = [&]() {
     while (!deleting.empty()) retire_oldest();
   };
-  // Runs a retire; when a delete failed, the batches whose delete committed before it get their end recorded
-  // (no destination transaction is open here) before the failure goes on, so that only the failed batch and
-  // those queued behind it are left for the rerun's recovery.
-  auto retiring = [&](const auto& retire) {
-    try {
-      retire();
-    } catch (...) {
-      try {
-        m_stages.finish_all(deleted);
-      } catch (const std::exception& e) {
-        spdlog::error("the batches deleted before the failed delete could not be recorded as done: {}", e.what());
-      }
-      throw;
-    }
-  };
   auto flush = [&]() {
-    retiring(wait_deletes);
+    wait_deletes();
     m_stages.finish_all(deleted);
   };
-  if (!m_ctx.hooks.boundary("batch")) return false;
-  m_ctx.hooks.gate("batch");
-  current = std::make_unique<Batch>();
-  submit_read(*current).get();
-  while (!current->keyset_end) {
-    if (current->roots.empty()) {  // every root of this page is skipped: read on
-      next = std::make_unique<Batch>();
-      submit_read(*next).get();
-      current = std::move(next);
-      continue;
+  // When the loop fails (a delete, a read, a copy, a gate), the batches whose delete committed get their end
+  // recorded before the failure goes on (no destination transaction is open here), so that only the batches not
+  // yet deleted are left for the rerun's recovery.
+  auto record_deleted = [&]() {
+    try {
+      wait_deletes();
+    } catch (const std::exception& e) {
+      spdlog::debug("a queued delete did not commit: {}", e.what());  // the failure that goes on says why
     }
-    current->no = ++batch_no;
-    next = std::make_unique<Batch>();
-    read_done = submit_read(*next);  // prefetch, beside (or behind) the deletes of the batches before
-    // The end of batches deleted so far rides in this batch's copy transaction; a copy that must settle first
-    // waits for every delete queued before it.
-    retiring(retire_committed);
-    m_stages.prepare_after(*current, deleted, wait_deletes);
-    m_ctx.hooks.gate("delete");
-    m_ctx.hooks.progress(m_ctx.stats, "deleting");
-    retiring([&] {
+    try {
+      m_stages.finish_all(deleted);
+    } catch (const std::exception& e) {
+      spdlog::error("the batches deleted before the failure could not be recorded as done: {}", e.what());
+    }
+  };
+  try {
+    if (!m_ctx.hooks.boundary("batch")) return false;
+    m_ctx.hooks.gate("batch");
+    current = std::make_unique<Batch>();
+    submit_read(*current).get();
+    while (!current->keyset_end) {
+      if (current->roots.empty()) {  // every root of this page is skipped: read on
+        next = std::make_unique<Batch>();
+        submit_read(*next).get();
+        current = std::move(next);
+        continue;
+      }
+      current->no = ++batch_no;
+      next = std::make_unique<Batch>();
+      read_done = submit_read(*next);  // prefetch, beside (or behind) the deletes of the batches before
+      // The end of batches deleted so far rides in this batch's copy transaction; a copy that must settle first
+      // waits for every delete queued before it.
+      retire_committed();
+      m_stages.prepare_after(*current, deleted, wait_deletes);
+      m_ctx.hooks.gate("delete");
+      m_ctx.hooks.progress(m_ctx.stats, "deleting");
       retire_committed();
       while (deleting.size() >= k_deletes_ahead) retire_oldest();
-    });
-    // On the worker: the source delete, beside the next batches' copy on the main thread.
-    submit_delete(std::move(current));
-    auto t0 = Clock::now();
-    read_done.get();
-    m_ctx.stats.t_wait_source += since(t0);
-    current = std::move(next);
-    if (!m_ctx.hooks.boundary("batch")) {
-      flush();
-      return false;
+      // On the worker: the source delete, beside the next batches' copy on the main thread.
+      submit_delete(std::move(current));
+      auto t0 = Clock::now();
+      read_done.get();
+      m_ctx.stats.t_wait_source += since(t0);
+      current = std::move(next);
+      if (!m_ctx.hooks.boundary("batch")) {
+        flush();
+        return false;
+      }
+      m_ctx.hooks.gate("batch");
     }
-    m_ctx.hooks.gate("batch");
+    flush();
+    return true;
+  } catch (...) {
+    record_deleted();
+    throw;
   }
-  flush();
-  return true;
 }
 
 // copy-only: each batch's move to done rides in the next batch's copy transaction.

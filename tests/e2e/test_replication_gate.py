@@ -15,6 +15,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from opkit import (SHOP_RELATIONS, Background, counts, free_port, gatest, registry_runs,  # noqa: E402
                    replication_block, shop, start_sql_thread, stop_sql_thread, summary_head, wait_until)
+from test_safety_live import Paused  # noqa: E402
 
 
 def args(cmd, cfg, *extra):
@@ -78,6 +79,30 @@ class ReplicationGateTest(unittest.TestCase):
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(sc.count("destination", "orders"), expected["orders"])
         sc.assert_invariant(before, SHOP_RELATIONS)
+
+    def test_a_hold_mid_run_records_the_batches_deleted_before_it(self):
+        """The SQL thread stops once batch 3 is copied: the gate before its delete holds past max_hold and the run
+        exits 4. The batches deleted before it are recorded done on the way out, so that only batch 3, copied and
+        not deleted, is left to the rerun's recovery; the rerun finishes with every row in one place."""
+        sc, cfg, before, expected = shop(self, "gatemid", processing={"batch_size": 40},
+                                         extra=replication_block(check_interval=0.5, max_hold=2))
+        self.assertGreater(expected["orders"], 3 * 40)
+        run = Paused(self, sc, "after_copy_commit:3", *args("archive", cfg))
+        try:
+            run.wait()
+            stop_sql_thread(self)
+        finally:
+            run.release()
+        r = run.finish()
+        self.assertEqual(r.rc, 4, r)
+        self.assertEqual(sc.count("destination", "orders"), 3 * 40)
+        self.assertEqual(sc.unfinished(), 40, "batches 1 and 2 were deleted before the hold: they are done")
+        start_sql_thread()
+        r = sc.run(*args("archive", cfg, "--no-progress"))
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(sc.count("destination", "orders"), expected["orders"])
+        sc.assert_invariant(before, SHOP_RELATIONS)
+        self.assertEqual(sc.unfinished(), 0)
 
     def test_copy_only_is_not_gated(self):
         sc, cfg, before, expected = shop(self, "gatecopy", processing={"batch_size": 40},
