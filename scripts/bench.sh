@@ -27,6 +27,9 @@
 #   BENCH_REPEAT=3                   runs of every tool/dataset pair (pt-archiver plain runs once)
 #   BENCH_TIMEOUT=seconds            per run (default 3600, quick 300)
 #   BENCH_KEEP=1                     leave the servers running and their data in place
+#   BENCH_ONLY="2 6"                 run only these scenarios (1, 2, 4, 5, 6, 7 above; 3, the floors, runs with
+#                                    1, 2 and 5); targets of scenarios not run print SKIP
+#   BENCH_BIN=path                   measure this goarchive binary instead of building build-release (A/B runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -56,6 +59,24 @@ else
   RUN_TIMEOUT=${BENCH_TIMEOUT:-3600}
 fi
 REPEAT=${BENCH_REPEAT:-3}
+ONLY=${BENCH_ONLY:-}
+for n in $ONLY; do
+  [[ $n =~ ^[124567]$ ]] || {
+    echo "bench.sh: BENCH_ONLY takes scenario numbers 1, 2, 4, 5, 6 and 7 (e.g. BENCH_ONLY=\"2 6\"; the floors, 3, run with 1, 2 and 5), not $n" >&2
+    exit 2
+  }
+done
+if [ -n "${BENCH_BIN:-}" ] && [ ! -x "$BENCH_BIN" ]; then
+  echo "bench.sh: BENCH_BIN=$BENCH_BIN is not an executable file; build it or unset BENCH_BIN" >&2
+  exit 2
+fi
+# want N: scenario N runs (every one when BENCH_ONLY is empty; the floors, 3, go with the scenario they price).
+want() {
+  [ -z "$ONLY" ] && return 0
+  local n
+  for n in $ONLY; do [ "$n" = "$1" ] && return 0; done
+  return 1
+}
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_REPEAT must be a positive integer" >&2; exit 2; }
 readonly QUICK N_EVENTS N_ORDERS N_EMPLOYEES N_KEY_ROWS N_SCALE RUN_TIMEOUT REPEAT
 readonly CHUNK=50000 # ids per DELETE statement of the floor
@@ -83,7 +104,9 @@ die() {
 bash scripts/setup.sh
 log "building the Release binary in build-release"
 build_ok=0
+[ -z "${BENCH_BIN:-}" ] || build_ok=1
 for attempt in 1 2 3; do
+  ((!build_ok)) || break
   if cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release >/dev/null &&
     cmake --build "$ROOT/build-release" -j2 --target goarchive >"${TMPDIR:-/tmp}/bench-build.$$.log" 2>&1; then
     build_ok=1
@@ -97,7 +120,7 @@ if ((!build_ok)); then
   die "cannot build goarchive (log: ${TMPDIR:-/tmp}/bench-build.$$.log)"
 fi
 rm -f "${TMPDIR:-/tmp}/bench-build.$$.log"
-BIN=$ROOT/build-release/goarchive
+BIN=${BENCH_BIN:-$ROOT/build-release/goarchive}
 command -v pt-archiver >/dev/null || die "pt-archiver is missing (scripts/setup.sh installs percona-toolkit)"
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing (scripts/setup.sh installs time)"
 
@@ -520,12 +543,14 @@ run_floor() {
 
 # -- scenarios --------------------------------------------------------------------------------------------------
 EV=events_$N_EVENTS
-make_events "$N_EVENTS"
-make_shop
-make_employees
-make_keys
-make_events "$N_SCALE"
-make_events "$((4 * N_SCALE))"
+! want 1 || make_events "$N_EVENTS"
+! want 2 || make_shop
+! want 5 || make_employees
+{ ! want 6 && ! want 7; } || make_keys
+if want 4; then
+  make_events "$N_SCALE"
+  make_events "$((4 * N_SCALE))"
+fi
 S1="1 single table" S2="2 FK tree (5 tables)" S5="5 employees tree (5)" S6="6 UUID CHAR(36) key" S7="7 composite root key"
 GA="goarchive archive (sha256)"
 # The result a pt-archiver or floor row is compared with.
@@ -533,22 +558,34 @@ declare -A GA_FOR=([pt1fast]=ga1 [pt1plain]=ga1 [floor1]=ga1 [pt2]=ga2 [floor2]=
   [pt6]=ga6 [pt7]=ga7)
 for ((rep = 1; rep <= REPEAT; rep++)); do
   log "== round $rep of $REPEAT"
-  run_goarchive ga1 "$S1" "$GA" "$EV" events.toml bench_events
-  run_pt pt1fast "$S1" "pt-archiver fastest (bulk)" "$EV" fast
-  ((rep > 1)) || run_pt pt1plain "$S1" "pt-archiver plain" "$EV" plain
-  run_floor floor1 "3 floor: events" "export + LOAD DATA + DELETE" "$EV"
-  run_goarchive ga2 "$S2" "$GA" shop shop.toml bench_orders
-  run_pt pt2 "$S2" "pt-archiver x5 child-first (bulk)" shop fast
-  run_floor floor2 "3 floor: FK tree" "export + LOAD DATA + DELETE" shop
-  run_goarchive ga5 "$S5" "$GA" employees employees.toml bench_employees
-  run_pt pt5 "$S5" "pt-archiver x5 child-first (bulk)" employees fast
-  run_floor floor5 "3 floor: employees tree" "export + LOAD DATA + DELETE" employees
-  run_goarchive ga6 "$S6" "$GA" uuid uuid_items.toml bench_uuid_items
-  run_pt pt6 "$S6" "pt-archiver fastest (bulk)" uuid fast
-  run_goarchive ga7 "$S7" "$GA" tenant tenant_items.toml bench_tenant_items
-  run_pt pt7 "$S7" "pt-archiver fastest (bulk)" tenant fast
-  run_goarchive scaleN "4 scaling N=$N_SCALE" "$GA" "events_$N_SCALE" events.toml bench_events
-  run_goarchive scale4N "4 scaling 4N=$((4 * N_SCALE))" "$GA" "events_$((4 * N_SCALE))" events.toml bench_events
+  if want 1; then
+    run_goarchive ga1 "$S1" "$GA" "$EV" events.toml bench_events
+    run_pt pt1fast "$S1" "pt-archiver fastest (bulk)" "$EV" fast
+    ((rep > 1)) || run_pt pt1plain "$S1" "pt-archiver plain" "$EV" plain
+    run_floor floor1 "3 floor: events" "export + LOAD DATA + DELETE" "$EV"
+  fi
+  if want 2; then
+    run_goarchive ga2 "$S2" "$GA" shop shop.toml bench_orders
+    run_pt pt2 "$S2" "pt-archiver x5 child-first (bulk)" shop fast
+    run_floor floor2 "3 floor: FK tree" "export + LOAD DATA + DELETE" shop
+  fi
+  if want 5; then
+    run_goarchive ga5 "$S5" "$GA" employees employees.toml bench_employees
+    run_pt pt5 "$S5" "pt-archiver x5 child-first (bulk)" employees fast
+    run_floor floor5 "3 floor: employees tree" "export + LOAD DATA + DELETE" employees
+  fi
+  if want 6; then
+    run_goarchive ga6 "$S6" "$GA" uuid uuid_items.toml bench_uuid_items
+    run_pt pt6 "$S6" "pt-archiver fastest (bulk)" uuid fast
+  fi
+  if want 7; then
+    run_goarchive ga7 "$S7" "$GA" tenant tenant_items.toml bench_tenant_items
+    run_pt pt7 "$S7" "pt-archiver fastest (bulk)" tenant fast
+  fi
+  if want 4; then
+    run_goarchive scaleN "4 scaling N=$N_SCALE" "$GA" "events_$N_SCALE" events.toml bench_events
+    run_goarchive scale4N "4 scaling 4N=$((4 * N_SCALE))" "$GA" "events_$((4 * N_SCALE))" events.toml bench_events
+  fi
 done
 
 # -- report -----------------------------------------------------------------------------------------------------
@@ -601,7 +638,10 @@ echo
 echo "targets (informative):"
 check() { # description value comparison(awk expr on v) target-text
   local desc=$1 v=$2 cond=$3 target=$4 verdict
-  if [ -z "$v" ]; then
+  if [ -z "$v" ] && [ -n "$ONLY" ]; then
+    verdict=SKIP
+    v="-"
+  elif [ -z "$v" ]; then
     verdict="FAIL (no measurement)"
     v="-"
   elif awk -v v="$v" "BEGIN { exit !($cond) }"; then
@@ -633,18 +673,19 @@ echo
 echo "CPU work (informative): CPU s of pt-archiver / goarchive on the same data, and the highest speed ratio this"
 echo "machine allows goarchive at its CPU cost (pt-archiver's seconds / (goarchive's CPU s / $(nproc) CPUs)):"
 ceiling() { # label pt-key ga-key
-  local work cap
+  local work cap measured
   work=$(ratio "${CPU[$2]:-}" "${CPU[$3]:-}")
   cap=$(awk -v s="${SECS[$2]:-}" -v c="${CPU[$3]:-}" -v n="$(nproc)" 'BEGIN { if (s > 0 && c > 0) printf "%.2f", s / (c / n) }')
-  printf '  %-40s CPU pt/ga %6s   ceiling %6s   measured %6s\n' "$1" "${work:--}" "${cap:--}" \
-    "$(ratio "${SECS[$2]:-}" "${SECS[$3]:-}")"
+  measured=$(ratio "${SECS[$2]:-}" "${SECS[$3]:-}")
+  printf '  %-40s CPU pt/ga %6s   ceiling %6s   measured %6s\n' "$1" "${work:--}" "${cap:--}" "${measured:--}"
 }
 ceiling "single table" pt1fast ga1
 ceiling "UUID key" pt6 ga6
 ceiling "composite root key" pt7 ga7
 ceiling "shop tree" pt2 ga2
 ceiling "employees tree" pt5 ga5
-printf '  %-40s %s\n' "linear cost: CPU(4N) / CPU(N)" "$(ratio "${CPU[scale4N]:-}" "${CPU[scaleN]:-}")"
+linear=$(ratio "${CPU[scale4N]:-}" "${CPU[scaleN]:-}")
+printf '  %-40s %s\n' "linear cost: CPU(4N) / CPU(N)" "${linear:--}"
 echo
 log "done in ${SECONDS}s"
 if ((FAILED)); then
