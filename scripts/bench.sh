@@ -17,7 +17,9 @@
 # goarchive the median seconds per phase (from the run summary in the registry's runs.summary). Every row also
 # shows the machine's busy CPU seconds during the run (/proc/stat: both servers, the tool, the kernel), and the
 # report ends with what that CPU allows: no run can be shorter than its CPU work spread over every CPU, so
-# goarchive's speed ratio over pt-archiver cannot exceed pt-archiver's seconds / (goarchive's CPU s / CPUs).
+# goarchive's speed ratio over pt-archiver cannot exceed pt-archiver's seconds / (goarchive's CPU s / CPUs). It
+# also splits that CPU between the source server, the destination server (each mariadbd's own /proc/PID/stat) and
+# the rest (the tool and the kernel), and gives the ceiling goarchive's server CPU alone allows.
 #
 # Exits 1 when a run fails or its result does not verify; the performance targets are informative only.
 # Environment:
@@ -388,15 +390,26 @@ now() { date +%s.%N; }
 # servers, the tool, the kernel. The machine is otherwise quiet, so a run's difference is the CPU work it caused.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 TICKS=$(getconf CLK_TCK)
-cpu_secs() { awk -v a="$1" -v b="$2" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }'; }
+# CPU ticks (user + system, every thread) the SERVER's mariadbd has used so far: its share of a run's busy CPU.
+# The rest of the busy CPU is the tool's and the kernel's work beside the servers (network, fsync, softirqs).
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$(cat "$GA_SERVERS_DIR/$1/mariadbd.pid")/stat"; }
+# cpu_mark: the busy CPU and both servers' CPU now, as "busy source destination" ticks.
+cpu_mark() { echo "$(busy) $(server_ticks source) $(server_ticks destination)"; }
+# cpu_split START END: "busy source destination" CPU seconds between two cpu_marks.
+cpu_split() {
+  awk -v a="$1" -v b="$2" -v t="$TICKS" 'BEGIN { split(a, x, " "); split(b, y, " ")
+    printf "%.2f %.2f %.2f", (y[1] - x[1]) / t, (y[2] - x[2]) / t, (y[3] - x[3]) / t }'
+}
 # Per result key: its scenario|tool|dataset, the seconds and peak RSS of every verified run (space-separated), the
 # goarchive phase seconds per run, and the first failure.
 KEYS=()
-declare -A META SECS_ALL RSS_ALL CPU_ALL PH_ALL STATUS SECS RSS CPU
+declare -A META SECS_ALL RSS_ALL CPU_ALL SRC_ALL DST_ALL PH_ALL STATUS SECS RSS CPU SRC DST
 
-# record KEY SCENARIO TOOL DS SECONDS RSS_MB RC LOGFILE CPU_SECONDS: verifies and records one run.
+# record KEY SCENARIO TOOL DS SECONDS RSS_MB RC LOGFILE CPU_SPLIT: verifies and records one run (CPU_SPLIT:
+# cpu_split's "busy source destination" seconds).
 record() {
-  local key=$1 scenario=$2 tool=$3 ds=$4 secs=$5 rss=$6 rc=$7 logf=$8 cpu=$9 status=ok
+  local key=$1 scenario=$2 tool=$3 ds=$4 secs=$5 rss=$6 rc=$7 logf=$8 cpu src dst status=ok
+  read -r cpu src dst <<<"$9"
   if [ -z "${META[$key]:-}" ]; then
     KEYS+=("$key")
     META[$key]="$scenario|$tool|$ds"
@@ -411,6 +424,8 @@ record() {
     SECS_ALL[$key]+=" $secs"
     RSS_ALL[$key]+=" $rss"
     CPU_ALL[$key]+=" $cpu"
+    SRC_ALL[$key]+=" $src"
+    DST_ALL[$key]+=" $dst"
     log "$tool: ${ARCH_ROWS[$ds]} rows in ${secs}s"
   else
     STATUS[$key]=${STATUS[$key]:-$status}
@@ -443,12 +458,12 @@ run_goarchive() {
     -e "s/@WHERE@/${COND[$ds.$(first_table "$ds")]#t.}/" "bench/$template" >"$cfg"
   reset_dataset "$ds"
   log "run: $scenario: $tool"
-  t0=$(now) b0=$(busy)
+  t0=$(now) b0=$(cpu_mark)
   timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/$key.time" "$BIN" archive -c "$cfg" -j "$job" --no-progress \
     >"$logf" 2>&1 || rc=$?
-  t1=$(now) b1=$(busy)
+  t1=$(now) b1=$(cpu_mark)
   rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$WORK/$key.time" 2>/dev/null || true)
-  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" "${rss:--}" "$rc" "$logf" "$(cpu_secs "$b0" "$b1")"
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" "${rss:--}" "$rc" "$logf" "$(cpu_split "$b0" "$b1")"
   record_phases "$key"
 }
 first_table() { echo "${TABLES[$1]%% *}"; }
@@ -487,12 +502,12 @@ run_pt() {
   reset_dataset "$ds"
   tables=$(echo "${TABLES[$ds]}" | tr ' ' '\n' | tac | tr '\n' ' ') # child-first
   log "run: $scenario: $tool"
-  t0=$(now) b0=$(busy)
+  t0=$(now) b0=$(cpu_mark)
   (
     for t in $tables; do pt_archiver "$ds" "$t" "$mode" || exit $?; done
   ) >"$logf" 2>&1 || rc=$?
-  t1=$(now) b1=$(busy)
-  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf" "$(cpu_secs "$b0" "$b1")"
+  t1=$(now) b1=$(cpu_mark)
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf" "$(cpu_split "$b0" "$b1")"
 }
 
 # The floor: per table one streamed export of the archived rows to a file (mariadb --batch --quick: the
@@ -535,10 +550,10 @@ run_floor() {
   local key=$1 scenario=$2 tool=$3 ds=$4 logf="$WORK/$1.log" t0 t1 b0 b1 rc=0
   reset_dataset "$ds"
   log "run: $scenario: $tool"
-  t0=$(now) b0=$(busy)
+  t0=$(now) b0=$(cpu_mark)
   floor_moves "$ds" >"$logf" 2>&1 || rc=$?
-  t1=$(now) b1=$(busy)
-  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf" "$(cpu_secs "$b0" "$b1")"
+  t1=$(now) b1=$(cpu_mark)
+  record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf" "$(cpu_split "$b0" "$b1")"
 }
 
 # -- scenarios --------------------------------------------------------------------------------------------------
@@ -596,6 +611,8 @@ for key in "${KEYS[@]}"; do
   SECS[$key]=$(stat_of median "${SECS_ALL[$key]:-}")
   RSS[$key]=$(stat_of median "${RSS_ALL[$key]:-}")
   CPU[$key]=$(stat_of median "${CPU_ALL[$key]:-}")
+  SRC[$key]=$(stat_of median "${SRC_ALL[$key]:-}")
+  DST[$key]=$(stat_of median "${DST_ALL[$key]:-}")
 done
 
 echo
@@ -686,6 +703,32 @@ ceiling "shop tree" pt2 ga2
 ceiling "employees tree" pt5 ga5
 linear=$(ratio "${CPU[scale4N]:-}" "${CPU[scaleN]:-}")
 printf '  %-40s %s\n' "linear cost: CPU(4N) / CPU(N)" "${linear:--}"
+echo
+# Where that CPU goes: the servers' share is the work of the statements a tool sends (and the purge and flushing
+# they cause); the rest is the tool's own work and the kernel's beside it. Even a tool that cost nothing itself
+# could not beat pt-archiver by more than pt-archiver's seconds / (its servers' CPU s / CPUs).
+echo "Where the CPU goes (informative): median CPU s of the source server, the destination server and the rest (the"
+echo "tool and the kernel), and the highest speed ratio over pt-archiver goarchive's server CPU alone allows (the"
+echo "ceiling above with the tool's own CPU taken as zero):"
+split_of() { # key: "src dst rest"
+  awk -v c="${CPU[$1]:-}" -v a="${SRC[$1]:-}" -v b="${DST[$1]:-}" \
+    'BEGIN { if (c == "" || a == "" || b == "") print "- - -"; else printf "%.2f %.2f %.2f", a, b, c - a - b }'
+}
+where_cpu() { # label pt-key ga-key
+  local g1 g2 g3 p1 p2 p3 cap
+  read -r g1 g2 g3 <<<"$(split_of "$3")"
+  read -r p1 p2 p3 <<<"$(split_of "$2")"
+  cap=$(awk -v s="${SECS[$2]:-}" -v a="${SRC[$3]:-}" -v b="${DST[$3]:-}" -v n="$(nproc)" \
+    'BEGIN { if (s > 0 && a + b > 0) printf "%.2f", s / ((a + b) / n) }')
+  printf '  %-22s goarchive %5s %5s %5s   pt-archiver %5s %5s %5s   servers only: ceiling %6s\n' "$1" \
+    "$g1" "$g2" "$g3" "$p1" "$p2" "$p3" "${cap:--}"
+}
+printf '  %-22s %-9s %5s %5s %5s   %-11s %5s %5s %5s\n' "" "" src dst rest "" src dst rest
+where_cpu "single table" pt1fast ga1
+where_cpu "UUID key" pt6 ga6
+where_cpu "composite root key" pt7 ga7
+where_cpu "shop tree" pt2 ga2
+where_cpu "employees tree" pt5 ga5
 echo
 log "done in ${SECONDS}s"
 if ((FAILED)); then

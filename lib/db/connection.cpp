@@ -220,7 +220,15 @@ RowSet Connection::query(std::string_view sql) {
   std::vector<std::string> names;
   for (unsigned int i = 0; i < cols; ++i) names.emplace_back(fields[i].name);
   out.set_columns(std::move(names));
-  out.reserve(static_cast<size_t>(mysql_num_rows(res)) * cols, 0);
+  // The stored result is walked twice: first for its size, so that its cells are copied once, without the
+  // reallocations of a growing buffer.
+  size_t bytes = 0;
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    unsigned long* lengths = mysql_fetch_lengths(res);
+    for (unsigned int i = 0; i < cols; ++i) bytes += row[i] ? lengths[i] : 0;
+  }
+  mysql_data_seek(res, 0);
+  out.reserve(static_cast<size_t>(mysql_num_rows(res)) * cols, bytes);
   while (MYSQL_ROW row = mysql_fetch_row(res)) {
     unsigned long* lengths = mysql_fetch_lengths(res);
     for (unsigned int i = 0; i < cols; ++i) out.push(row[i], row[i] ? lengths[i] : 0);

@@ -112,7 +112,12 @@ void Batch::remove_root(size_t r) {
 }
 
 void Batch::add_root(std::vector<std::string> key) {
-  roots.push_back(tracking::encode_key(key));
+  tracking::RootKey encoded = tracking::encode_key(key);
+  add_root(std::move(encoded), std::move(key));
+}
+
+void Batch::add_root(tracking::RootKey encoded, std::vector<std::string> key) {
+  roots.push_back(std::move(encoded));
   root_keys.push_back(std::move(key));
   fate.push_back(RootFate::moved);
 }

@@ -88,6 +88,8 @@ struct Batch {
   void drop_rows_of(const std::vector<bool>& drop);
   // Adds a root by its key values.
   void add_root(std::vector<std::string> key);
+  // Adds a root by its key values and their registry encoding (tracking::encode_key of the same values).
+  void add_root(tracking::RootKey encoded, std::vector<std::string> key);
   // Removes root `r` and every row it owns; later roots move down by one.
   void remove_root(size_t r);
 };

@@ -145,13 +145,20 @@ std::vector<KeyRange> integer_key_ranges(const std::vector<std::string>& cols, c
   const size_t last = cols.size() - 1;
   // Keys grouped by every column but the last (integers compare exactly: `a = 1` matches only 1).
   std::map<std::string, std::vector<size_t>> groups;
+  std::string prefix;  // encode_values of the leading columns, built in place for each key
   for (size_t i : which) {
-    std::vector<std::string> prefix;
-    for (size_t k = 0; k < last; ++k) prefix.emplace_back(cell(i, k));
-    groups[encode_values(prefix)].push_back(i);
+    prefix.clear();
+    for (size_t k = 0; k < last; ++k) {
+      const std::string_view v = cell(i, k);
+      append_u32(prefix, static_cast<uint32_t>(v.size()));
+      prefix += v;
+    }
+    auto at = groups.find(prefix);
+    if (at == groups.end()) at = groups.emplace(prefix, std::vector<size_t>{}).first;
+    at->second.push_back(i);
   }
   const std::string dot = alias.empty() ? "" : alias + ".";
-  for (const auto& [prefix, members] : groups) {
+  for (const auto& [group, members] : groups) {
     std::vector<std::string> values;
     values.reserve(members.size());
     for (size_t i : members) values.emplace_back(cell(i, last));

@@ -37,15 +37,28 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
     auto done = m_ctx.registry.marked(m_ctx.dst, m_ctx.job_id, hashes, "copied");
     skip.insert(done.begin(), done.end());
   }
+  const size_t read = rows.rows();
+  std::vector<tracking::RootKey> encoded;
+  encoded.reserve(read);
+  bool every_row = rows.cols() == root.columns.size();
+  for (size_t r = 0; r < read; ++r) {
+    encoded.push_back(tracking::encode_key(keys[r]));
+    every_row = every_row && !skip.count(encoded.back().hash);
+  }
   TableRows& tb = batch.tables[0];
-  tb.rows.set_columns(root.columns);
-  for (size_t r = 0; r < rows.rows(); ++r) {
-    tracking::RootKey rk = tracking::encode_key(keys[r]);
-    if (skip.count(rk.hash)) continue;  // copied before by this job (copy-only), or in conflict
+  if (every_row) {
+    // Nothing skipped (the usual case): the rows read become the batch's as they are, without a copy.
+    rows.set_columns(root.columns);
+    tb.rows = std::move(rows);
+  } else {
+    tb.rows.set_columns(root.columns);
+  }
+  for (size_t r = 0; r < read; ++r) {
+    if (!every_row && skip.count(encoded[r].hash)) continue;  // copied before by this job (copy-only), or in conflict
     int owner = static_cast<int>(batch.roots.size());
-    batch.add_root(std::move(keys[r]));
-    append_row(tb.rows, rows, r);
-    tb.index(encode_values(tb.rows, tb.size() - 1, root.key_idx), owner);
+    batch.add_root(std::move(encoded[r]), std::move(keys[r]));
+    if (!every_row) append_row(tb.rows, rows, r);
+    tb.index(encode_values(tb.rows, tb.key.size(), root.key_idx), owner);
   }
   m_tree.read_children(src, Side::source, batch, Read::plain);
   leave_held(src, batch);
