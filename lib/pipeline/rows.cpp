@@ -19,6 +19,12 @@ void append_u32(std::string& out, uint32_t n) {
   out.push_back(static_cast<char>(n));
 }
 
+// One value of encode_values: its 4-byte big-endian length, then its bytes.
+void append_value(std::string& out, std::string_view v) {
+  append_u32(out, static_cast<uint32_t>(v.size()));
+  out += v;
+}
+
 // A value as a person reads it in a message: numbers bare, text quoted, binary as hex.
 std::string readable(const std::optional<std::string>& v, bool binary) {
   if (!v) return "NULL";
@@ -37,19 +43,14 @@ std::string encode_values(const db::RowSet& rows, size_t r, const std::vector<si
       out.append("\xff\xff\xff\xff", 4);
       continue;
     }
-    const std::string_view v = rows.cell(r, i);
-    append_u32(out, static_cast<uint32_t>(v.size()));
-    out += v;
+    append_value(out, rows.cell(r, i));
   }
   return out;
 }
 
 std::string encode_values(const std::vector<std::string>& values) {
   std::string out;
-  for (const auto& v : values) {
-    append_u32(out, static_cast<uint32_t>(v.size()));
-    out += v;
-  }
+  for (const auto& v : values) append_value(out, v);
   return out;
 }
 
@@ -148,11 +149,7 @@ std::vector<KeyRange> integer_key_ranges(const std::vector<std::string>& cols, c
   std::string prefix;  // encode_values of the leading columns, built in place for each key
   for (size_t i : which) {
     prefix.clear();
-    for (size_t k = 0; k < last; ++k) {
-      const std::string_view v = cell(i, k);
-      append_u32(prefix, static_cast<uint32_t>(v.size()));
-      prefix += v;
-    }
+    for (size_t k = 0; k < last; ++k) append_value(prefix, cell(i, k));
     auto at = groups.find(prefix);
     if (at == groups.end()) at = groups.emplace(prefix, std::vector<size_t>{}).first;
     at->second.push_back(i);

@@ -30,21 +30,19 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
     keys.push_back(std::move(key));
   }
   if (!keys.empty()) last = keys.back();
-  std::set<std::string> skip = m_ctx.skip_roots.copy();  // open conflicts: left alone until a person decides
-  if (skip_copied && !keys.empty()) {
-    std::vector<std::string> hashes;
-    for (const auto& k : keys) hashes.push_back(tracking::encode_key(k).hash);
-    auto done = m_ctx.registry.marked(m_ctx.dst, m_ctx.job_id, hashes, "copied");
-    skip.insert(done.begin(), done.end());
-  }
   const size_t read = rows.rows();
   std::vector<tracking::RootKey> encoded;
   encoded.reserve(read);
-  bool every_row = rows.cols() == root.columns.size();
-  for (size_t r = 0; r < read; ++r) {
-    encoded.push_back(tracking::encode_key(keys[r]));
-    every_row = every_row && !skip.count(encoded.back().hash);
+  for (const auto& k : keys) encoded.push_back(tracking::encode_key(k));
+  std::set<std::string> skip = m_ctx.skip_roots.copy();  // open conflicts: left alone until a person decides
+  if (skip_copied && !keys.empty()) {
+    std::vector<std::string> hashes;
+    for (const auto& rk : encoded) hashes.push_back(rk.hash);
+    auto done = m_ctx.registry.marked(m_ctx.dst, m_ctx.job_id, hashes, "copied");
+    skip.insert(done.begin(), done.end());
   }
+  bool every_row = true;
+  for (const auto& rk : encoded) every_row = every_row && !skip.count(rk.hash);
   TableRows& tb = batch.tables[0];
   if (every_row) {
     // Nothing skipped (the usual case): the rows read become the batch's as they are, without a copy.
