@@ -14,6 +14,7 @@
 #include "report/summary.h"
 #include "config/config.h"
 #include "util/error.h"
+#include "util/fault.h"
 #include "util/strings.h"
 #include "util/suggest.h"
 
@@ -278,6 +279,7 @@ int run(int argc, char** argv) {
   Commands commands = define_commands(app, f);
   if (auto done = parse(app, argc, argv)) return *done;
   try {
+    fault::check_environment();
     return dispatch(commands, f);
   } catch (const Error& e) {
     spdlog::debug("exit {}: {}", e.exit_code(), e.what());

@@ -1,12 +1,46 @@
 #pragma once
-// Test-only fault hooks: GOARCHIVE_FAULT=<point>[:<n>] kills the process with SIGKILL at the n-th time (default 1st)
-// it passes <point>; GOARCHIVE_PAUSE=<point>:<n>:<file> writes <file>.reached there and waits while <file> exists. Compiled out of release builds (GOARCHIVE_FAULT_HOOKS off).
+// Test-only fault hooks: GOARCHIVE_FAULT=<point>[:<n>] kills the process with SIGKILL at the n-th time
+// (default 1st) it passes <point>; GOARCHIVE_PAUSE=<point>:<n>:<file> writes <file>.reached there and waits
+// while <file> exists. Compiled out of release builds (GOARCHIVE_FAULT_HOOKS off).
+#include <array>
+#include <string_view>
+
 namespace goarchive::fault {
 
+// Every point the code passes, the one list: a name passed to point() that is not here does not compile, and
+// a GOARCHIVE_FAULT or GOARCHIVE_PAUSE that names another is refused at start-up (a misspelt point must not
+// pass silently as a clean run).
+inline constexpr std::array<std::string_view, 12> k_points = {
+    "creating_schema",     "after_locks",          "after_read",          "before_copy_commit",
+    "after_verify",        "after_copy_commit",    "delete_start",        "after_locked_read",
+    "after_mark_deleting", "before_delete_commit", "after_delete_commit", "after_batch"};
+
+// Whether NAME is one of k_points.
+constexpr bool known(std::string_view name) {
+  for (std::string_view p : k_points) {
+    if (p == name) return true;
+  }
+  return false;
+}
+
+// A point's name, checked against k_points when the call is compiled.
+struct Name {
+  // The throw is never evaluated for a known name; for another it makes the constant evaluation fail.
+  consteval Name(const char* n) : text(n) {  // NOLINT(google-explicit-constructor): point("after_batch")
+    if (!known(n)) throw "fault::point: add this name to fault::k_points (lib/util/fault.h)";
+  }
+  const char* text;
+};
+
 #ifdef GOARCHIVE_FAULT_HOOKS
-void point(const char* name);
+void point(Name name);
 #else
-inline void point(const char*) {}
+inline void point(Name) {}
 #endif
+
+// Refuses (ConfigError, exit 2) a GOARCHIVE_FAULT or GOARCHIVE_PAUSE that is malformed or names a point not
+// in k_points, and either variable in a build without the hooks, so that a test never mistakes such a run for
+// a clean one. Called once, before the command runs.
+void check_environment();
 
 }  // namespace goarchive::fault
