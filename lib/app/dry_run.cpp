@@ -65,7 +65,7 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   // Read-only sessions: nothing can be written, on either server, not even the tracking schema.
   src->execute("SET SESSION TRANSACTION READ ONLY");
   if (dst) dst->execute("SET SESSION TRANSACTION READ ONLY");
-  PreflightReport pf = preflight(cfg, job, tree, mode, *src, dst.get());
+  PreflightReport pf = preflight(cfg, job, tree, mode, *src, dst.get(), Purpose::dry_run);
   require(pf, job.name);
   auto tables = pipeline::describe(tree, pf.source_tables, job, cfg.source.database, cfg.destination.database);
   tracking::Registry registry(cfg.destination.job_schema);

@@ -1,7 +1,12 @@
 #include "app/logging.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -27,6 +32,54 @@ protected:
   void flush_() override { std::fflush(stderr); }
 };
 
+// The log file, appended to through a descriptor of our own: spdlog's file sink opens the path with fopen, which
+// follows a symlink planted there (a root run would then append to any file).
+class AppendFileSink : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  explicit AppendFileSink(int fd) : m_fd(fd) {}
+  ~AppendFileSink() override { ::close(m_fd); }
+  AppendFileSink(const AppendFileSink&) = delete;
+  AppendFileSink& operator=(const AppendFileSink&) = delete;
+
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t buf;
+    formatter_->format(msg, buf);
+    for (size_t done = 0; done < buf.size();) {
+      ssize_t n = ::write(m_fd, buf.data() + done, buf.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // a full disk must not stop the run; stderr still has the line
+      done += static_cast<size_t>(n);
+    }
+  }
+  void flush_() override {}
+
+private:
+  int m_fd;
+};
+
+// Opens the log file for appending, creating it if needed, but never through a symlink at its name (O_NOFOLLOW)
+// and never waiting on a FIFO planted there (O_NONBLOCK, dropped once open). Throws ConfigError (exit 2).
+int open_log_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ELOOP) {
+      throw ConfigError("cannot open the log file " + path + ": it is a symbolic link, which goarchive does not "
+                        "follow (one planted in a shared directory could make it write any file); set [logging] "
+                        "file or --log-file to the file itself");
+    }
+    if (err == ENXIO) {
+      throw ConfigError("cannot open the log file " + path + ": it is a FIFO that nobody reads; set [logging] "
+                        "file or --log-file to a regular file");
+    }
+    throw ConfigError("cannot open the log file " + path + ": " + std::strerror(err));
+  }
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
 // %* in a JSON pattern: the message as the body of a JSON string (quotes, backslashes and control characters escaped).
 class JsonMessage : public spdlog::custom_flag_formatter {
 public:
@@ -42,11 +95,7 @@ void setup_logging(const config::LoggingConfig& logging, int verbose, bool quiet
   std::vector<spdlog::sink_ptr> sinks;
   sinks.push_back(std::make_shared<StderrSink>());
   if (!logging.file.empty()) {
-    try {
-      sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(logging.file));
-    } catch (const spdlog::spdlog_ex& e) {
-      throw ConfigError("cannot open the log file " + logging.file + ": " + e.what());
-    }
+    sinks.push_back(std::make_shared<AppendFileSink>(open_log_file(logging.file)));
   }
   auto logger = std::make_shared<spdlog::logger>("goarchive", sinks.begin(), sinks.end());
   // JSON lines carry a versioned schema: {"schema_version":1,"time":..,"level":..,"msg":..}.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "pipeline/commit_proof.h"
 #include "plan/sql.h"
@@ -19,8 +20,8 @@ namespace {
 class Checker {
 public:
   Checker(const config::Config& cfg, const config::Job& job, const plan::Tree& tree, pipeline::Mode mode,
-          db::Connection& src, db::Connection* dst)
-      : m_cfg(cfg), m_job(job), m_tree(tree), m_mode(mode), m_src(src), m_dst(dst) {}
+          db::Connection& src, db::Connection* dst, Purpose purpose)
+      : m_cfg(cfg), m_job(job), m_tree(tree), m_mode(mode), m_purpose(purpose), m_src(src), m_dst(dst) {}
 
   PreflightReport run() {
     const std::string& sdb = m_cfg.source.database;
@@ -50,6 +51,7 @@ public:
     // The lock, data and checks sessions, and in the modes that delete the reads session.
     check_connections(m_src, m_mode == pipeline::Mode::copy_only ? 3 : 4, "source");
     check_source_binlog();
+    check_source_not_replica();
     check_commit_proof();
     check_copy_only_graph();
     // The destination's own checks mean nothing when it is the source's data: that is the one problem then.
@@ -266,6 +268,75 @@ private:
     }
   }
 
+  // A replica's rows are its primary's: a run that deletes them there leaves them on the primary (never archived
+  // from it), and the primary's own later change or delete of them stops the replica's SQL thread (error 1032).
+  // archive and purge are refused on a replica (replication configured or running) unless [source] allow_replica
+  // says it is meant to be written, and on a read-only server always (its deletes are not meant to happen there).
+  // copy-only writes nothing there and dry-run nothing at all: they warn.
+  void check_source_not_replica() {
+    schema::ReplicaRole role;
+    try {
+      role = schema::read_replica_role(m_src);
+    } catch (const db::DbError& e) {
+      fail(fmt::format("cannot tell whether the source is a replica (@@read_only, SHOW SLAVE STATUS): {}", e.what()));
+      return;
+    }
+    const bool writes = m_mode != pipeline::Mode::copy_only;
+    const std::string mode = m_mode == pipeline::Mode::purge ? "purge" : "archive";
+    const std::string primary = role.channels.size() == 1 ? " " + role.primaries() : "";
+    std::string refusal;
+    if (writes && role.read_only_any()) {
+      std::string switches = role.read_only ? "read_only = ON" : "";
+      if (role.super_read_only) switches += std::string(switches.empty() ? "" : ", ") + "super_read_only = ON";
+      refusal = fmt::format(
+          "{} is read-only ({}){}: {} deletes rows there, and a read-only server is not meant to be "
+          "written (only an account with SUPER or READ ONLY ADMIN could); point [source] at the writable "
+          "primary{} (allow_replica does not lift this)",
+          m_src.label(), switches,
+          role.replica() ? fmt::format(", a replica of {} ({})", role.primaries(), role.state()) : "", mode,
+          role.replica() ? primary : "");
+    } else if (writes && role.replica() && !m_cfg.source.allow_replica) {
+      refusal = fmt::format(
+          "{} is a replica of {} ({}): {} would delete rows there that the primary still holds, and "
+          "the primary's own later change of those rows would stop the replica's SQL thread (error 1032); point "
+          "[source] at the primary{}, or, if this server is meant to be written (a replica kept writable on "
+          "purpose, or one side of a two-way pair), set allow_replica = true in [source]",
+          m_src.label(), role.primaries(), role.state(), mode, primary);
+    }
+    if (!refusal.empty()) {
+      if (m_purpose == Purpose::dry_run) {
+        spdlog::warn("a real {} run would be refused: {}", mode, refusal);
+      } else {
+        fail_config(std::move(refusal));
+      }
+      return;
+    }
+    if (writes && !role.status_readable && !role.replica() && !m_src.info().mariadb) {
+      note_or_warn(fmt::format("cannot tell whether {} is a replica: the account may not read SHOW REPLICA STATUS; "
+                               "GRANT REPLICATION CLIENT ON *.* to it, so that preflight refuses archive and purge "
+                               "on a replica",
+                               m_src.label()));
+      return;
+    }
+    if (!role.replica()) return;
+    std::string note =
+        writes ? fmt::format("{} is a replica of {} ({}); allow_replica = true in [source] lets {} delete "
+                             "rows there: the primary keeps them, and its own later change of them would stop the "
+                             "replica's SQL thread (error 1032)",
+                             m_src.label(), role.primaries(), role.state(), mode)
+               : fmt::format("{} is a replica of {} ({}): copy-only only reads it, but archive and purge "
+                             "would be refused there; point [source] at the primary{} to archive, or set "
+                             "allow_replica = true in [source] if this replica is meant to be written",
+                             m_src.label(), role.primaries(), role.state(), primary);
+    note_or_warn(std::move(note));
+  }
+
+  // What a run only warns about: a note of validate, a warning of a run or dry-run.
+  void note_or_warn(std::string note) {
+    if (m_purpose == Purpose::validate) m_report.notes.push_back(std::move(note));
+    else spdlog::warn("{}", note);
+  }
+
   // archive proves each delete's commit with a row in the source's goarchive_commits table (commit_proof.h): the
   // run creates the table when it may, and goes on without proofs when it cannot use it. A note, not a failure.
   void check_commit_proof() {
@@ -471,6 +542,7 @@ private:
   const config::Job& m_job;
   const plan::Tree& m_tree;
   pipeline::Mode m_mode;
+  Purpose m_purpose;
   db::Connection& m_src;
   db::Connection* m_dst;
   PreflightReport m_report;
@@ -480,8 +552,9 @@ private:
 }  // namespace
 
 PreflightReport preflight(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
-                          pipeline::Mode mode, db::Connection& source, db::Connection* destination) {
-  return Checker(cfg, job, tree, mode, source, destination).run();
+                          pipeline::Mode mode, db::Connection& source, db::Connection* destination,
+                          Purpose purpose) {
+  return Checker(cfg, job, tree, mode, source, destination, purpose).run();
 }
 
 void require(const PreflightReport& report, const std::string& job) {

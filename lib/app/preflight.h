@@ -19,9 +19,14 @@ struct PreflightReport {
   bool ok() const { return failures.empty(); }
 };
 
+// Who asks. A check of what only a real run would break (a run writing to a replica) refuses the run, is a
+// failure of validate, and only a warning of dry-run, which writes nothing.
+enum class Purpose { run, dry_run, validate };
+
 // Runs every check; `destination` may be null for purge. Never writes anything.
 PreflightReport preflight(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
-                          pipeline::Mode mode, db::Connection& source, db::Connection* destination);
+                          pipeline::Mode mode, db::Connection& source, db::Connection* destination,
+                          Purpose purpose = Purpose::run);
 
 // Throws listing every failure of the report: ConfigError (exit 2) when each is fixed in the config file,
 // PreflightError (exit 1) otherwise.

@@ -32,7 +32,8 @@ std::string settings_table(const config::Config& cfg) {
     return out;
   };
   for (const auto& [k, s] : cfg.settings) rows.push_back({k, shown(s.value), to_string(s.origin)});
-  for (const auto* srv : {&cfg.source, static_cast<const config::ServerConfig*>(&cfg.destination)}) {
+  for (const auto* srv : {static_cast<const config::ServerConfig*>(&cfg.source),
+                          static_cast<const config::ServerConfig*>(&cfg.destination)}) {
     rows.push_back({srv->role + ".password", srv->password.empty() ? "(none)" : "<redacted>",
                     srv->password_origin.empty() ? "default" : srv->password_origin});
   }
@@ -98,7 +99,7 @@ void check_jobs(const config::Config& cfg, const std::vector<std::string>& names
     plan::Tree tree(job);  // a configuration error: exit 2, like every other command
     try {
       if (src) {
-        auto pf = preflight(cfg, job, tree, pipeline::Mode::archive, *src, dst);
+        auto pf = preflight(cfg, job, tree, pipeline::Mode::archive, *src, dst, Purpose::validate);
         for (auto& f : pf.failures) failures[name].push_back(f);
         for (auto& n : pf.notes) notes[name].push_back(n);
       }

@@ -41,6 +41,12 @@ struct ServerConfig {
   std::string display() const;  // "user@host:port" (never the password)
 };
 
+struct SourceConfig : ServerConfig {
+  // archive and purge refuse a source that is a replica (it replicates, or is read-only): the rows they delete
+  // there are still on its primary. true lets a replica that is meant to be written through (never a read-only one).
+  bool allow_replica = false;
+};
+
 struct DestinationConfig : ServerConfig {
   std::string job_schema = "goarchive";
   bool foreign_key_checks = true;
@@ -111,7 +117,7 @@ struct Setting {
 
 struct Config {
   std::string path;
-  ServerConfig source;
+  SourceConfig source;
   DestinationConfig destination;
   Processing processing;  // the [processing]/[verification] defaults
   ReplicationConfig replication;

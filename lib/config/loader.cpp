@@ -37,7 +37,10 @@ void Loader::load(const toml::table& doc, const std::string& path, const Overrid
 void Loader::read_servers(Reader& top, const std::string& path) {
   if (const toml::table* t = top.subtable("source")) {
     Reader r(*t, "source", path);
+    read_source_keys(r, m_cfg.source);  // before read_server, which refuses the keys nobody read
     read_server(r, m_cfg.source, "source", false);
+  } else {
+    set("source.allow_replica", "false", Origin::default_value);
   }
   if (const toml::table* t = top.subtable("destination")) {
     Reader r(*t, "destination", path);

@@ -151,6 +151,8 @@ public:
   void read_password(Reader& r, ServerConfig& s, const std::string& section);
   // job_schema and foreign_key_checks, which only [destination] has.
   void read_destination_keys(Reader& r, DestinationConfig& d);
+  // allow_replica, which only [source] has.
+  void read_source_keys(Reader& r, SourceConfig& s);
   std::string read_password_file(const std::string& file, const std::string& section);
   void apply_server_env(ServerConfig& s, const std::string& section, const std::string& prefix);
   long long parse_int_env(const std::string& name, const std::string& v, long long min, long long max);

@@ -30,6 +30,12 @@ void Loader::read_server(Reader& r, ServerConfig& s, const std::string& section,
   r.refuse_unknown();
 }
 
+void Loader::read_source_keys(Reader& r, SourceConfig& s) {
+  if (auto v = r.boolean("allow_replica")) s.allow_replica = *v;
+  set("source.allow_replica", s.allow_replica ? "true" : "false",
+      r.get("allow_replica") ? Origin::file : Origin::default_value);
+}
+
 void Loader::read_address(Reader& r, ServerConfig& s, const std::string& section) {
   set(section + ".host", s.host, Origin::default_value);
   set(section + ".port", std::to_string(s.port), Origin::default_value);

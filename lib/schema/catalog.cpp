@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "guard/gtid.h"
 #include "plan/sql.h"
 #include "util/error.h"
@@ -215,6 +217,95 @@ ServerIdentity read_server_identity(db::Connection& conn) {
     id.gtid_state = g.text(0, 1);
   }
   return id;
+}
+
+namespace {
+
+// The value of the first of `names` (MariaDB's name, then MySQL 8's) in row `row`, or "".
+std::string status_field(const db::RowSet& r, size_t row, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    for (size_t c = 0; c < r.cols(); ++c) {
+      if (ascii_lower(r.names()[c]) == ascii_lower(n)) return r.text(row, c);
+    }
+  }
+  return "";
+}
+
+// A switch's value: 0/1, OFF/ON, and MariaDB 11's read_only modes (NO_LOCK, NO_LOCK_NO_ADMIN: all read-only).
+bool switched_on(const std::string& v) {
+  std::string l = ascii_lower(v);
+  return !(l.empty() || l == "0" || l == "off");
+}
+
+}  // namespace
+
+std::vector<ReplicaChannel> replica_channels(const db::RowSet& status) {
+  std::vector<ReplicaChannel> out;
+  for (size_t i = 0; i < status.rows(); ++i) {
+    ReplicaChannel ch;
+    ch.name = status_field(status, i, {"Connection_name", "Channel_Name"});
+    std::string host = status_field(status, i, {"Master_Host", "Source_Host"});
+    std::string port = status_field(status, i, {"Master_Port", "Source_Port"});
+    ch.primary = host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port) : host + ":" + port;
+    ch.running = status_field(status, i, {"Slave_IO_Running", "Replica_IO_Running"}) == "Yes" &&
+                 status_field(status, i, {"Slave_SQL_Running", "Replica_SQL_Running"}) == "Yes";
+    out.push_back(std::move(ch));
+  }
+  return out;
+}
+
+std::string ReplicaRole::primaries() const {
+  if (channels.empty()) {
+    return replicates_unnamed ? "a primary it does not name to this account (SHOW SLAVE STATUS needs SLAVE MONITOR)"
+                              : "no primary";
+  }
+  std::vector<std::string> out;
+  for (const auto& ch : channels) {
+    out.push_back(ch.name.empty() ? ch.primary : fmt::format("{} (connection '{}')", ch.primary, ch.name));
+  }
+  return join(out, ", ");
+}
+
+std::string ReplicaRole::state() const {
+  if (channels.empty()) return replicates_unnamed ? "replication configured" : "no replication";
+  bool all = std::all_of(channels.begin(), channels.end(), [](const auto& c) { return c.running; });
+  bool none = std::none_of(channels.begin(), channels.end(), [](const auto& c) { return c.running; });
+  return all ? "replication running" : none ? "replication configured, not running" : "replication partly running";
+}
+
+ReplicaRole read_replica_role(db::Connection& conn) {
+  ReplicaRole role;
+  const bool maria = conn.info().mariadb;
+  // MariaDB has no super_read_only (error 1193).
+  db::RowSet v = conn.query(maria ? "SELECT @@GLOBAL.read_only, 0" : "SELECT @@GLOBAL.read_only, @@GLOBAL.super_read_only");
+  role.read_only = switched_on(v.text(0, 0));
+  role.super_read_only = switched_on(v.text(0, 1));
+  try {
+    role.channels = replica_channels(conn.query(maria ? "SHOW ALL SLAVES STATUS" : "SHOW REPLICA STATUS"));
+  } catch (const db::DbError& e) {
+    // 1227: the account lacks SLAVE MONITOR (MariaDB) or REPLICATION CLIENT (MySQL); 1064: MySQL before 8.0.22.
+    if (!maria && e.code() == 1064) {
+      role.channels = replica_channels(conn.query("SHOW SLAVE STATUS"));
+      return role;
+    }
+    if (e.code() != 1227 && e.code() != 1142) throw;
+    role.status_readable = false;
+    if (maria) {
+      // Any account reads these: the default connection keeps its heartbeat period while it is configured,
+      // stopped or not (measured on 10.11: 30.000 on a stopped replica, 0.000 on a server that never replicated),
+      // and Slaves_running counts the connections that run.
+      db::RowSet s = conn.query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Slave_heartbeat_period', 'Slaves_running')");
+      for (size_t i = 0; i < s.rows(); ++i) {
+        double value = 0;
+        try {
+          value = std::stod(s.text(i, 1));
+        } catch (const std::exception&) {
+        }
+        if (value > 0) role.replicates_unnamed = true;
+      }
+    }
+  }
+  return role;
 }
 
 namespace {

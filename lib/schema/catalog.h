@@ -70,6 +70,36 @@ struct ServerIdentity {
 };
 ServerIdentity read_server_identity(db::Connection& conn);
 
+// One replication channel of a server: a primary it replicates from.
+struct ReplicaChannel {
+  std::string name;     // "" for the default connection (MariaDB) or channel (MySQL)
+  std::string primary;  // "host:port" of the server it replicates from (Master_Host:Master_Port)
+  bool running = false;  // both the IO and the SQL thread run
+};
+
+// Whether a server is a replica, as the server says: its replication channels and its read-only switches.
+struct ReplicaRole {
+  std::vector<ReplicaChannel> channels;  // empty: no replication configured (as far as the account can see)
+  // false: the account may not read the replication status (MariaDB SLAVE MONITOR, MySQL REPLICATION CLIENT).
+  bool status_readable = true;
+  // The status was not readable, but the server's status variables, which any account reads, say it replicates
+  // (MariaDB: the default connection is configured, or a connection runs). Its primary is then unknown.
+  bool replicates_unnamed = false;
+  bool read_only = false, super_read_only = false;  // super_read_only: MySQL only
+  bool replica() const { return !channels.empty() || replicates_unnamed; }
+  bool read_only_any() const { return read_only || super_read_only; }
+  // "127.0.0.1:3306", "a:3306 (connection 'x'), b:3306 (connection 'y')", or a sentence when unknown.
+  std::string primaries() const;
+  // "replication running", "replication configured, not running", ...
+  std::string state() const;
+};
+// Pure: the channels in the output of SHOW ALL SLAVES STATUS (MariaDB) or SHOW REPLICA STATUS (MySQL), read by
+// column name.
+std::vector<ReplicaChannel> replica_channels(const db::RowSet& status);
+// Reads the server's replication channels and read_only / super_read_only. Lacking the privilege to read the
+// replication status is no error: the role then says what the account could see.
+ReplicaRole read_replica_role(db::Connection& conn);
+
 // Pure: how database `db_b` on server `b` relates to database `db_a` on server `a`. `same_server`: one server
 // (by UUID on MySQL, else by hostname, port and datadir); `replicated`: one server holds transactions the other
 // wrote (a replica, or the server it replicates from), by server_id (MariaDB, with distinct server_ids) or

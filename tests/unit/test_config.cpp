@@ -620,3 +620,18 @@ TEST_CASE("config: where conditions that are one expression are accepted") {
   }
   CHECK(load(job_with_where("note = 'it''s; fine -- here'")).job("j").where == "note = 'it''s; fine -- here'");
 }
+
+TEST_CASE("config: [source] allow_replica defaults to false, is read as a boolean and only in [source]") {
+  Config cfg = load(with_job(""));
+  CHECK_FALSE(cfg.source.allow_replica);
+  CHECK(cfg.settings.at("source.allow_replica").value == "false");
+  CHECK(cfg.settings.at("source.allow_replica").origin == Origin::default_value);
+  cfg = load(with_job("[source]\nhost = \"h\"\nallow_replica = true\n"));
+  CHECK(cfg.source.allow_replica);
+  CHECK(cfg.settings.at("source.allow_replica").value == "true");
+  CHECK(cfg.settings.at("source.allow_replica").origin == Origin::file);
+  CHECK(error_of(with_job("[source]\nallow_replica = \"yes\"\n")).find("allow_replica") != std::string::npos);
+  std::string msg = error_of(with_job("[destination]\nallow_replica = true\n"));
+  CHECK(msg.find("unknown key") != std::string::npos);
+  CHECK(msg.find("allow_replica") != std::string::npos);
+}

@@ -108,3 +108,51 @@ TEST_CASE("recorded source: the job's unfinished work belongs to the source it r
   now.host = "/run/mysqld/mysqld.sock";  // the same server under another address is another root scope
   CHECK_FALSE(goarchive::tracking::same_recorded_source(rec, now));
 }
+
+namespace {
+
+goarchive::db::RowSet status_rows(const std::vector<std::string>& names, const std::vector<std::vector<std::string>>& rows) {
+  goarchive::db::RowSet r;
+  r.set_columns(names);
+  for (const auto& row : rows) {
+    for (const auto& v : row) r.push(v);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("replica role: the channels of SHOW ALL SLAVES STATUS (MariaDB) name the primary each replicates from") {
+  // As the replica of scripts/servers.sh reports itself (a subset of the columns, in the server's order).
+  auto r = status_rows({"Connection_name", "Slave_SQL_State", "Master_Host", "Master_User", "Master_Port",
+                        "Slave_IO_Running", "Slave_SQL_Running"},
+                       {{"", "Slave has read all relay log", "127.0.0.1", "repl", "32306", "Yes", "Yes"}});
+  goarchive::schema::ReplicaRole role;
+  role.channels = goarchive::schema::replica_channels(r);
+  REQUIRE(role.channels.size() == 1);
+  CHECK(role.replica());
+  CHECK(role.primaries() == "127.0.0.1:32306");
+  CHECK(role.state() == "replication running");
+  // Stopped, and a second named connection.
+  r = status_rows({"Connection_name", "Master_Host", "Master_Port", "Slave_IO_Running", "Slave_SQL_Running"},
+                  {{"", "db1", "3306", "No", "No"}, {"east", "db2", "3307", "Yes", "No"}});
+  role.channels = goarchive::schema::replica_channels(r);
+  CHECK(role.primaries() == "db1:3306, db2:3307 (connection 'east')");
+  CHECK(role.state() == "replication configured, not running");
+  // Not a replica: no rows.
+  role.channels = goarchive::schema::replica_channels(status_rows({"Connection_name", "Master_Host"}, {}));
+  CHECK_FALSE(role.replica());
+  role.replicates_unnamed = true;  // the account could not read the status, the status variables say it replicates
+  CHECK(role.replica());
+  CHECK(role.primaries().find("SLAVE MONITOR") != std::string::npos);
+}
+
+TEST_CASE("replica role: MySQL 8 SHOW REPLICA STATUS columns, IPv6 primary") {
+  auto r = status_rows({"Replica_IO_State", "Source_Host", "Source_Port", "Replica_IO_Running", "Replica_SQL_Running",
+                        "Channel_Name"},
+                       {{"Waiting for source to send event", "fd00::1", "3306", "Yes", "Yes", ""}});
+  goarchive::schema::ReplicaRole role;
+  role.channels = goarchive::schema::replica_channels(r);
+  CHECK(role.primaries() == "[fd00::1]:3306");
+  CHECK(role.state() == "replication running");
+}
