@@ -26,7 +26,8 @@ import pymysql  # noqa: E402
 q = gatest.quote_ident
 
 FORBIDDEN_PORTS = {str(p) for base in (23306, 24306, 25306) for p in range(base, base + 3)} | \
-    {str(p) for base in range(27306, 30307, 1000) for p in range(base, base + 3)}
+    {str(p) for base in range(27306, 30307, 1000) for p in range(base, base + 3)} | \
+    {"33306", "33307", "33308"}  # the type-fidelity suite's (test_type_fidelity.py)
 OWN = campaignkit.OwnServers("CHAOS", "/tmp/ga-chaos", 26306, forbidden=FORBIDDEN_PORTS,
                              refusal="the chaos test must not run on other suites' ports")
 SERVER_ENV = OWN.env

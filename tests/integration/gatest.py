@@ -148,3 +148,107 @@ def checksum_table(name, db, table):
     finally:
         conn.close()
     return count, digest.hexdigest()
+
+
+# -- server-side exact row checksums ------------------------------------------------------------------------------
+# Each column becomes a text that the server computes from its own stored value, never a value decoded by pymysql:
+# FLOAT and DOUBLE as the shortest round-trip text of CAST(col AS DOUBLE) (exact: every FLOAT is a DOUBLE; the
+# column's own text rounds a FLOAT to 6 digits), with a mark for -0; integers, DECIMAL, YEAR and the temporal types
+# as CAST(col AS CHAR) (the session time_zone is +00:00, so a TIMESTAMP's text is its stored UTC value, bijective);
+# ENUM and SET as "index:HEX(bytes)" (an invalid ENUM value has index 0 and reads as ''); everything else (strings in
+# any character set, binary strings, BLOB, JSON, BIT, spatial, INET4/INET6/UUID) as HEX(col), the stored bytes.
+# Every form is then HEX()ed, so a form is pure [0-9A-F] (or None for NULL) and two servers that store the same
+# bytes give the same forms whatever their global time_zone, sql_mode or character sets.
+_TEXT_FORM_TYPES = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal", "year", "date",
+                    "datetime", "timestamp", "time"}
+
+
+def column_form_sql(column, data_type):
+    """The SQL expression (a HEX string, NULL for NULL) of COLUMN's stored value for a column of DATA_TYPE
+    (information_schema.COLUMNS.DATA_TYPE): see the comment above. Needs a session with time_zone '+00:00'."""
+    c = quote_ident(column)
+    t = data_type.lower()
+    if t in ("float", "double", "real"):
+        expr = f"CONCAT(CAST(CAST({c} AS DOUBLE) AS CHAR), IF({c} = 0 AND ATAN2({c}, -1) < 0, '(-0)', ''))"
+    elif t in _TEXT_FORM_TYPES:
+        expr = f"CAST({c} AS CHAR)"
+    elif t in ("enum", "set"):
+        expr = f"CONCAT({c} + 0, ':', HEX({c}))"
+    else:
+        return f"HEX({c})"
+    return f"HEX({expr})"
+
+
+def column_types(name, db, table):
+    """[(column, DATA_TYPE, COLUMN_TYPE)] of DB.TABLE on server NAME, in table order (invisible columns too)."""
+    return [tuple(r) for r in sql(name, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS"
+                                        " WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION",
+                                  (db, table))]
+
+
+def _exact_session(name, db=None):
+    """A connection whose session reads stored values the same way on every server: UTC, no sql_mode (no
+    PAD_CHAR_TO_FULL_LENGTH, no ANSI_QUOTES), utf8mb4, whatever the server's globals say."""
+    conn = connect(name, db)
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION time_zone = '+00:00', sql_mode = '', character_set_results = 'utf8mb4'")
+    return conn
+
+
+def _key_sql(name, db, table, types):
+    pk = primary_key(name, db, table)
+    if not pk:
+        raise ValueError(f"table {db}.{table} on {name} has no primary key (or does not exist)")
+    dt = {c: t for c, t, _ in types}
+    return "CONCAT_WS(',', " + ", ".join(column_form_sql(c, dt[c]) for c in pk) + ")"
+
+
+def stored_checksums(name, db, table, where=None):
+    """{pk_hex: sha256 hex} of every row of DB.TABLE (or those matching WHERE) on server NAME, computed by that
+    server: pk_hex is the key columns' forms (column_form_sql) joined by ','; the checksum is
+    SHA2(CONCAT_WS(',', form or 'N' of every column in table order), 256). Equal checksums on two servers mean
+    byte-identical stored rows (same column list assumed: compare tables of the same definition)."""
+    types = column_types(name, db, table)
+    row = "CONCAT_WS(',', " + ", ".join(f"COALESCE({column_form_sql(c, t)}, 'N')" for c, t, _ in types) + ")"
+    stmt = f"SELECT {_key_sql(name, db, table, types)}, SHA2({row}, 256) FROM {quote_ident(db)}.{quote_ident(table)}"
+    if where:
+        stmt += f" WHERE {where}"
+    conn = _exact_session(name)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(stmt)
+            return {k: s for k, s in cur.fetchall()}
+    finally:
+        conn.close()
+
+
+def stored_forms(name, db, table, where=None):
+    """{pk_hex: {column: form}} of DB.TABLE (or the rows matching WHERE) on server NAME: each column's form
+    (column_form_sql, computed by the server; None for NULL), to show which column differs when
+    stored_checksums disagree. pk_hex as in stored_checksums."""
+    types = column_types(name, db, table)
+    forms = ", ".join(column_form_sql(c, t) for c, t, _ in types)
+    stmt = f"SELECT {_key_sql(name, db, table, types)}, {forms} FROM {quote_ident(db)}.{quote_ident(table)}"
+    if where:
+        stmt += f" WHERE {where}"
+    conn = _exact_session(name)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(stmt)
+            return {r[0]: {c: v for (c, _, _), v in zip(types, r[1:])} for r in cur.fetchall()}
+    finally:
+        conn.close()
+
+
+def form_text(form):
+    """A form (column_form_sql) shown for a person: its hex and, when the bytes are printable ASCII (the text
+    forms of numbers and dates), that text too."""
+    if form is None:
+        return "NULL"
+    try:
+        text = bytes.fromhex(form).decode("ascii")
+        if text.isprintable():
+            return f"{form} ({text!r})"
+    except (ValueError, UnicodeDecodeError):
+        pass
+    return form
