@@ -530,6 +530,15 @@ private:
   // round-trip, and NULL never equals NULL.
   void check_key_column(const schema::TableInfo& t, const std::string& column, const std::string& role) {
     const schema::Column* c = t.column(column);
+    // The keyset walk continues after the last root with `key > 'text'`, while an ENUM or SET index orders by
+    // the member's position: the two orders differ, and the walk would end early, skipping matching roots.
+    if (c && role == "the root key" && (c->data_type == "enum" || c->data_type == "set")) {
+      fail_config(fmt::format("column {}.{} ({}) is {}: its index orders by the member's position, not by its text, "
+                              "so the keyset walk would skip roots; set the job's primary_key to columns without "
+                              "ENUM or SET, or change the column's type",
+                              name(t), c->name, role, c->column_type));
+      return;
+    }
     if (!c || !c->approximate()) return;
     if (!m_reported_key_columns.insert(ascii_lower(name(t) + "." + column)).second) return;
     fail(fmt::format("column {}.{} ({}) is {}, an approximate number: its text form does not round-trip, so goarchive "

@@ -26,6 +26,7 @@
 #include "plan/sql.h"
 #include "replication/gate.h"
 #include "report/summary.h"
+#include "tracking/archive_owner.h"
 #include "tracking/registry.h"
 #include "util/error.h"
 #include "util/fault.h"
@@ -192,6 +193,18 @@ private:
     m_registry.restrict_to_scope(root_scope(m_cfg, m_job));
     tracking::check_recorded_source(m_registry, *m_dst, m_jobrow, m_identity, root_scope(m_cfg, m_job));
     check_guard(m_registry, *m_dst, m_jobrow.id, m_table_keys, m_identity);
+    claim_archive();
+  }
+
+  // One registry and one source per archive database (tracking/archive_owner.h); purge writes none of its rows.
+  void claim_archive() {
+    if (m_mode == pipeline::Mode::purge) return;
+    db::RowSet server = m_src->query("SELECT @@hostname, @@port");
+    tracking::ArchiveOwner wanted{
+        m_cfg.destination.job_schema,
+        tracking::source_name(server.text(0, 0), static_cast<unsigned>(std::stoul(server.text(0, 1))),
+                              m_identity.server_uuid, m_cfg.source.database)};
+    tracking::claim_archive(*m_dst, m_cfg.destination.database, wanted);
   }
 
   void start_run() {
@@ -395,8 +408,9 @@ private:
       }
       if (m_stats.roots_blocked > 0) {
         // Not an error either: they go once what holds them is archived too.
-        std::string blocked = fmt::format("{} root(s) blocked and left in the source: a parent staying there or a "
-                                          "table outside the job still holds their tree",
+        std::string blocked = fmt::format("{} root(s) blocked and left in the source: a parent staying there, a "
+                                          "table outside the job still holding their tree, or a row of it the "
+                                          "archive holds already (see the summary)",
                                           m_stats.roots_blocked);
         reason += "; " + blocked;
         spdlog::warn("{}", blocked);

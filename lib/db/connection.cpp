@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -150,14 +151,49 @@ void Connection::finish_connect() {
   m_info.version = ver ? ver : "";
   m_info.mariadb = m_info.version.find("MariaDB") != std::string::npos;
   m_info.connection_id = mysql_thread_id(m_mysql);
-  // Our own session settings: the same text for every value on both servers (UTC), strict inserts, and 0 kept
-  // as a key value instead of becoming the next AUTO_INCREMENT.
-  execute("SET SESSION time_zone = '+00:00', "
-          "sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO', "
-          "group_concat_max_len = 1048576");
-  RowSet r = query("SELECT @@max_allowed_packet, CONNECTION_ID()");  // one round trip for both
-  if (r.rows() == 1 && !r.is_null(0, 0)) m_max_allowed_packet = std::stoull(r.text(0, 0));
-  if (r.rows() == 1 && !r.is_null(0, 1)) m_info.connection_id = std::stoull(r.text(0, 1));
+  // Our own session settings, whatever an option file, init_connect or the server's globals said: utf8mb4 both
+  // ways (a defaults file's default-character-set = utf8 would turn 4-byte characters into '?' on both sides, and
+  // the comparison of the two would pass), the same text for every value on both servers (UTC), strict inserts,
+  // and 0 kept as a key value instead of becoming the next AUTO_INCREMENT. mysql_set_character_set also switches
+  // the client library's own character set, which a defaults file may have set.
+  if (mysql_set_character_set(m_mysql, "utf8mb4") != 0) fail("setting the connection character set to utf8mb4");
+  execute(std::string("SET SESSION time_zone = '+00:00', sql_mode = '") + k_session_sql_mode +
+          "', group_concat_max_len = 1048576");
+  RowSet r = query("SELECT @@max_allowed_packet, CONNECTION_ID(), @@character_set_client, "
+                   "@@character_set_connection, @@character_set_results, @@collation_connection, @@time_zone, "
+                   "@@sql_mode");  // one round trip for all
+  if (r.rows() != 1 || r.cols() != 8) throw DbError(0, "HY000", label(), "connecting", "cannot read the session settings");
+  if (!r.is_null(0, 0)) m_max_allowed_packet = std::stoull(r.text(0, 0));
+  if (!r.is_null(0, 1)) m_info.connection_id = std::stoull(r.text(0, 1));
+  std::vector<std::string> values;
+  for (size_t c = 2; c < 8; ++c) values.push_back(r.is_null(0, c) ? "NULL" : r.text(0, c));
+  if (std::string problem = session_problem(values); !problem.empty()) {
+    throw ConfigError("the " + server.role + " session " + problem + " after goarchive set it, so values could not be "
+                      "copied exactly; something between goarchive and " + server.role + " " + server.display() +
+                      " changes session settings (a proxy, a plugin): connect to the server directly");
+  }
+}
+
+std::string session_problem(const std::vector<std::string>& v) {
+  static const char* const names[] = {"character_set_client", "character_set_connection", "character_set_results",
+                                      "collation_connection", "time_zone", "sql_mode"};
+  if (v.size() != 6) return "settings could not be read";
+  for (size_t i = 0; i < 3; ++i) {
+    if (v[i] != "utf8mb4") return fmt::format("has {} = {} (not utf8mb4)", names[i], v[i]);
+  }
+  if (v[3].rfind("utf8mb4_", 0) != 0) return fmt::format("has collation_connection = {} (not utf8mb4)", v[3]);
+  if (v[4] != "+00:00") return fmt::format("has time_zone = {} (not +00:00)", v[4]);
+  auto modes = [](std::string text) {
+    std::set<std::string> out;
+    for (size_t at = 0; at <= text.size();) {
+      size_t comma = std::min(text.find(',', at), text.size());
+      if (comma > at) out.insert(text.substr(at, comma - at));
+      at = comma + 1;
+    }
+    return out;
+  };
+  if (modes(v[5]) != modes(k_session_sql_mode)) return fmt::format("has sql_mode = {} (not {})", v[5], k_session_sql_mode);
+  return "";
 }
 
 Connection::~Connection() {

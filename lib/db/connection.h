@@ -65,6 +65,18 @@ private:
   std::vector<uint8_t> m_null;
 };
 
+// Every session's sql_mode: strict inserts (a copy that would change a value fails instead), and 0 kept as a key
+// value rather than becoming the next AUTO_INCREMENT. A copy whose value strict mode refuses (a stored value
+// another sql_mode let in) is retried under k_copy_sql_mode.
+inline constexpr const char* k_session_sql_mode = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION";
+// What a copy retried for such a value runs under: whatever the source holds goes in as it is (zero and invalid
+// dates, an ENUM's '' member); the copy is then compared byte for byte.
+inline constexpr const char* k_copy_sql_mode = "NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION,ALLOW_INVALID_DATES";
+
+// Pure: what is wrong with a session's character_set_client, _connection, _results, collation_connection,
+// time_zone and sql_mode (in that order) for an exact copy, as "has X = V (not W)"; "" when nothing is.
+std::string session_problem(const std::vector<std::string>& values);
+
 struct ServerInfo {
   std::string version;      // SELECT VERSION()
   unsigned long version_number = 0;

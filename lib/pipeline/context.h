@@ -18,6 +18,16 @@ namespace goarchive::pipeline {
 
 enum class Mode { archive, copy_only, purge };
 
+// The command that runs `mode`, as the registry records it ("archive", "copy-only", "purge").
+inline const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::archive: return "archive";
+    case Mode::copy_only: return "copy-only";
+    case Mode::purge: return "purge";
+  }
+  return "?";
+}
+
 class CommitProof;
 class DefinitionGuard;
 

@@ -33,27 +33,41 @@ void CopySweep::sweep(const std::vector<tracking::RootKey>& marks) {
     m_tree.read_children(m_ctx.src, Side::source, source, Read::plain);
     snapshot.commit();
   }
-  std::vector<bool> current(marks.size(), false);
+  std::vector<bool> current(marks.size(), false), present(marks.size(), false);
   for (size_t r = 0; r < source.tables[0].size(); ++r) {
     int owner = source.tables[0].root[r];
-    if (owner >= 0 && matches[r]) current[static_cast<size_t>(owner)] = true;
+    if (owner < 0) continue;
+    present[static_cast<size_t>(owner)] = true;
+    if (matches[r]) current[static_cast<size_t>(owner)] = true;
   }
   db::Transaction tx(m_ctx.dst);
   m_tree.read_roots(m_ctx.dst, Side::destination, archive, Read::plain);
   m_tree.read_children(m_ctx.dst, Side::destination, archive, Read::plain);
   std::vector<int> stale;
   std::vector<std::string> hashes;
+  size_t kept = 0;
   for (size_t i = 0; i < marks.size(); ++i) {
     int r = static_cast<int>(i);
     if (current[i] && same_tree(source, archive, r)) continue;
-    stale.push_back(r);
     hashes.push_back(marks[i].hash);
+    // A root gone from the source (the application, a purge or another job's archive deleted it) leaves this copy
+    // as its only version: never removed, only no longer this job's to replace.
+    if (!present[i]) {
+      ++kept;
+      continue;
+    }
+    stale.push_back(r);
   }
-  if (stale.empty()) return;
-  m_writer.remove_tree_copies(archive, stale);
+  if (hashes.empty()) return;
+  if (!stale.empty()) m_writer.remove_tree_copies(archive, stale);
   m_ctx.registry.unmark(m_ctx.dst, m_ctx.job_id, hashes);
   m_ctx.hooks.before_commit();
   tx.commit();
+  if (kept) {
+    spdlog::info("{} earlier copy-only cop{} of roots no longer in the source {} kept in the archive as their only "
+                 "version", kept, kept == 1 ? "y" : "ies", kept == 1 ? "is" : "are");
+  }
+  if (stale.empty()) return;
   spdlog::info("{} earlier copy-only cop{} went stale and {} removed; the current version is copied again if it "
                "still matches `where`",
                stale.size(), stale.size() == 1 ? "y" : "ies", stale.size() == 1 ? "was" : "were");

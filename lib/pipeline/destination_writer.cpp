@@ -16,6 +16,12 @@ namespace goarchive::pipeline {
 
 namespace {
 
+// Errors strict mode raises for a value it would store otherwise: data truncated (1265), out of range (1264), an
+// incorrect date, integer or string value (1292, 1366, 1367), too long (1406).
+bool value_refused(unsigned code) {
+  return code == 1265 || code == 1264 || code == 1292 || code == 1366 || code == 1367 || code == 1406;
+}
+
 std::vector<size_t> all_rows(const TableRows& tb) {
   std::vector<size_t> rows(tb.size());
   for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
@@ -90,7 +96,7 @@ std::vector<Statement> DestinationWriter::build_inserts(const Batch& batch, size
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
   std::vector<Statement> out;
-  const std::string head = fmt::format("INSERT INTO {} ({}) VALUES ", m.destination_name, m.select_list);
+  const std::string head = fmt::format("INSERT INTO {} ({}) VALUES ", m.destination_name, m.insert_list);
   const size_t budget = statement_budget(m_ctx.dst);
   const size_t limit = m_ctx.dst.max_allowed_packet();
   for (size_t r : rows) {
@@ -128,7 +134,7 @@ std::vector<Statement> DestinationWriter::build_bulk(const Batch& batch, size_t 
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
   std::vector<Statement> out;
-  std::string sql = fmt::format("INSERT INTO {} ({}) VALUES (", m.destination_name, m.select_list);
+  std::string sql = fmt::format("INSERT INTO {} ({}) VALUES (", m.destination_name, m.insert_list);
   for (size_t c = 0; c < m.columns.size(); ++c) sql += c ? ",?" : "?";
   sql += ')';
   const size_t budget = statement_budget(m_ctx.dst);
@@ -159,7 +165,7 @@ std::vector<Statement> DestinationWriter::build_loads(const Batch& batch, size_t
   const std::string head = fmt::format(
       "LOAD DATA LOCAL INFILE 'goarchive' INTO TABLE {} CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' "
       "ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({})",
-      m.destination_name, m.select_list);
+      m.destination_name, m.insert_list);
   const size_t budget = statement_budget(m_ctx.dst);
   const size_t limit = m_ctx.dst.max_allowed_packet();
   std::string line;
@@ -188,6 +194,11 @@ void DestinationWriter::run_load(Batch& batch, size_t t, const Statement& st) {
   try {
     n = dst.load_data_local(st.sql, st.data);
   } catch (const db::DbError& e) {
+    if (value_refused(e.code())) {  // strict mode: the INSERT path settles such a value
+      dst.execute("ROLLBACK TO SAVEPOINT goarchive_copy");
+      run_inserts(batch, t, build_inserts(batch, t, st.rows));
+      return;
+    }
     if (!load_refused(e)) throw;
     if (m_load.exchange(false)) {
       spdlog::info("the destination refuses LOAD DATA LOCAL ({}); copying with INSERT statements", e.what());
@@ -248,25 +259,78 @@ void DestinationWriter::run_inserts(Batch& batch, size_t t, const std::vector<St
       m_ctx.dst.execute(st.sql);
       batch.copied[t] += st.rows.size();
     } catch (const db::DbError& e) {
-      // A duplicate key is an answer (seed 000, I4): the row is already archived; check it is the same row.
+      if (value_refused(e.code())) {
+        insert_permissive(batch, t, st);
+        continue;
+      }
+      // A duplicate key is an answer (seed 000, I4): find out whose row is there.
       if (!e.duplicate_key()) throw;
       insert_fallback(batch, t, st.rows);
     }
   }
 }
 
+void DestinationWriter::insert_permissive(Batch& batch, size_t t, const Statement& st) {
+  db::Connection& dst = m_ctx.dst;
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& tb = batch.tables[t];
+  dst.execute(fmt::format("SET SESSION sql_mode = '{}'", db::k_copy_sql_mode));
+  try {
+    dst.execute(st.sql);
+  } catch (const db::DbError& e) {
+    dst.execute(fmt::format("SET SESSION sql_mode = '{}'", db::k_session_sql_mode));
+    if (!e.duplicate_key()) throw;
+    insert_fallback(batch, t, st.rows);
+    return;
+  }
+  dst.execute(fmt::format("SET SESSION sql_mode = '{}'", db::k_session_sql_mode));
+  std::map<std::string, size_t> there;
+  db::RowSet back = read_by_key(t, tb.rows, st.rows);
+  for (size_t r = 0; r < back.rows(); ++r) there[encode_values(back, r, m.key_idx)] = r;
+  for (size_t r : st.rows) {
+    auto it = there.find(tb.key[r]);
+    if (it == there.end() || !same_row(back, it->second, tb.rows, r)) {
+      throw RootStays(fmt::format("the row {} holds a value the destination cannot store exactly", name_row(m, tb.rows, r)),
+                      tb.root[r]);
+    }
+  }
+  spdlog::info("batch {}: {} row(s) of {} hold values strict mode refuses (zero or invalid dates, an ENUM's '' "
+               "member); copied as they are and compared byte for byte",
+               batch.no, st.rows.size(), m.node.table);
+  batch.copied[t] += st.rows.size();
+}
+
+void DestinationWriter::unique_key_clash(const Batch& batch, size_t t, const std::vector<size_t>& rows) {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& tb = batch.tables[t];
+  for (size_t r : rows) {
+    try {
+      m_ctx.dst.execute("SAVEPOINT goarchive_clash");
+      for (const auto& one : build_inserts(batch, t, {r})) m_ctx.dst.execute(one.sql);
+      m_ctx.dst.execute("ROLLBACK TO SAVEPOINT goarchive_clash");
+    } catch (const db::DbError& e) {
+      if (!e.duplicate_key()) throw;
+      throw RootStays(fmt::format("the row {} holds a value of a unique key that another archived row holds ({}); "
+                                  "make that key a plain index on the archive (goarchive schema does)",
+                                  name_row(m, tb.rows, r), e.what()),
+                      tb.root[r]);
+    }
+  }
+  throw Error(fmt::format("table {}: INSERT reported a duplicate key but no single row of it meets one; check the "
+                          "destination's unique keys",
+                          m.node.table));
+}
+
 void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows) {
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
   std::vector<size_t> missing;
-  size_t skipped = 0;
   bool removed_stale = false;
   // A stale copy-only copy removed for one row takes its whole tree with it, other rows of this list among
   // them: the destination is read again after each removal, so that no row is judged against a deleted copy.
   for (bool again = true; again;) {
     again = false;
     missing.clear();
-    skipped = 0;
     std::map<std::string, size_t> there;
     db::RowSet existing = read_by_key(t, tb.rows, rows);
     for (size_t r = 0; r < existing.rows(); ++r) there[encode_values(existing, r, m.key_idx)] = r;
@@ -275,7 +339,12 @@ void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vecto
       if (it == there.end()) {
         missing.push_back(r);
       } else if (same_row(existing, it->second, tb.rows, r)) {
-        ++skipped;
+        // Another run wrote it (another job, mode, registry or source, or an earlier run whose source row came
+        // back): it is that run's, which may remove it. A delete resting on it could lose the row, so the root stays.
+        throw RootStays(fmt::format("the row {} is already in the destination, written by another run; goarchive "
+                                    "deletes a source row only on a copy it wrote itself",
+                                    name_row(m, tb.rows, r)),
+                        tb.root[r]);
       } else if (remove_stale_copy_of(t, existing, it->second)) {
         removed_stale = again = true;  // its stale copy is gone: the current version goes in
         break;
@@ -287,12 +356,7 @@ void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vecto
       }
     }
   }
-  m_ctx.stats.tables[t].skipped_existing += skipped;
-  if (missing.size() == rows.size() && !removed_stale) {
-    throw Error(fmt::format("table {}: INSERT reported a duplicate key but none of its rows is in the destination; "
-                            "a unique key other than the primary key conflicts. Check the destination's unique keys",
-                            m.node.table));
-  }
+  if (missing.size() == rows.size() && !removed_stale) unique_key_clash(batch, t, rows);
   if (!missing.empty()) run_inserts(batch, t, build_inserts(batch, t, missing));
 }
 

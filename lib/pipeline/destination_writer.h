@@ -26,6 +26,19 @@ private:
   int m_root;
 };
 
+// A root of the batch stays in the source and its batch goes on without it, with no conflict to record: a row of
+// its tree is in the destination already, written by another run (a run removes only rows it wrote, so it never
+// rests a source delete on a row it merely found), or holds a value of a unique key another archived row holds, or
+// a value of it cannot be copied exactly.
+class RootStays : public Error {
+public:
+  RootStays(const std::string& message, int root) : Error(message), m_root(root) {}
+  int root() const { return m_root; }
+
+private:
+  int m_root;
+};
+
 class DestinationWriter {
 public:
   DestinationWriter(Context& ctx, const TreeReader& tree)
@@ -63,6 +76,13 @@ private:
   // and the rows go through the INSERT path, which reports or settles it exactly as before.
   void run_load(Batch& batch, size_t t, const Statement& st);
   void insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows);
+  // An INSERT that strict mode refused for a value the source holds (a zero or invalid date, an ENUM's '' member):
+  // inserted again under k_copy_sql_mode, then read back and compared byte for byte whatever the verification
+  // method; a row that did not arrive exactly makes its root stay (RootStays).
+  void insert_permissive(Batch& batch, size_t t, const Statement& st);
+  // A duplicate key on a unique key other than the primary key: finds the row that meets it, one INSERT at a time,
+  // and makes its root stay (RootStays).
+  [[noreturn]] void unique_key_clash(const Batch& batch, size_t t, const std::vector<size_t>& rows);
   // The destination's rows of table T with the primary keys of ROWS' rows WHICH.
   db::RowSet read_by_key(size_t t, const db::RowSet& rows, const std::vector<size_t>& which);
   // The root key (values) a destination row of table t hangs under, found up its foreign keys; nullopt when a

@@ -71,6 +71,15 @@ void Recovery::prove(Batch& batch) const {
 bool Recovery::run(unsigned& batch_no) {
   auto counts = m_ctx.registry.unfinished_counts(m_ctx.dst, m_ctx.job_id);
   if (counts.first + counts.second == 0) return true;
+  // A batch is finished by the rules of the mode that wrote it: copy-only would take an archive batch whose delete
+  // committed for one to undo, and remove the only copy of its rows; archive would compare a purge batch's roots
+  // with copies that were never made.
+  for (const auto& command : m_ctx.registry.unfinished_commands(m_ctx.dst, m_ctx.job_id)) {
+    if (command == mode_name(m_ctx.mode)) continue;
+    throw Error(fmt::format("job {} has unfinished {} work ({} root(s) copied, {} deleting) that only {} may finish; "
+                            "run `goarchive {} -j {}` first, then this command again",
+                            m_ctx.job.name, command, counts.first, counts.second, command, command, m_ctx.job.name));
+  }
   spdlog::info("recovery start: {} root(s) copied, {} root(s) deleting", counts.first, counts.second);
   // Every unfinished batch is adopted, and proven when deleting, before any is taken further; the copies of
   // those whose source delete never committed are then removed, all of them before any is copied again. A child

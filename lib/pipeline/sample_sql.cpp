@@ -52,7 +52,7 @@ std::vector<std::string> Engine::sample_sql() const {
       const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
       std::string row = fmt::format("({})", join(std::vector<std::string>(m.columns.size(), "?"), ", "));
       out.push_back(fmt::format("-- copy {} (parent-first, multi-row)\nINSERT INTO {} ({}) VALUES {}, {}", m.node.table,
-                                m.destination_name, m.select_list, row, row));
+                                m.destination_name, m.insert_list, row, row));
       if (m_ctx.job.processing.verification == config::VerifyMethod::sha256) {
         out.push_back(fmt::format("-- verify {} (read back in the copy transaction, SHA-256 per row)\nSELECT {} FROM {} "
                                   "WHERE {}",

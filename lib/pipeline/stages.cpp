@@ -111,6 +111,13 @@ void Stages::prepare(Batch& batch, std::vector<Batch*>& finished,
       }
       // The batch goes again without that root.
       park_conflict(batch, e);
+    } catch (const RootStays& e) {
+      if (!batch.recovery) batch.id = batch.version = 0;
+      if (!settled) {  // as above: the row may be the copy of the batch before, decided by its end
+        settled = true;
+        if (settle(finished)) continue;
+      }
+      leave_in_source(batch, e);
     }
   }
   fault::point("after_copy_commit");
@@ -139,6 +146,18 @@ void Stages::park_conflict(Batch& batch, const RowConflict& e) {
     tx.commit();
   }
   m_ctx.stats.add_conflict(name);
+  m_ctx.skip_roots.insert(batch.roots[r].hash);
+  batch.remove_root(r);
+  batch.prebuilt = false;
+}
+
+void Stages::leave_in_source(Batch& batch, const RootStays& e) {
+  if (e.root() < 0) throw Error(e.what());
+  const size_t r = static_cast<size_t>(e.root());
+  std::string why = fmt::format("root {}: {}", name_key(m_ctx.root(), batch.root_keys[r]), e.what());
+  spdlog::warn("batch {}: {}; the root stays in the source and nothing of it is archived by this run", batch.no, why);
+  ++m_ctx.stats.roots_blocked;
+  if (m_ctx.stats.blocked.size() < 20) m_ctx.stats.blocked.push_back(why);
   m_ctx.skip_roots.insert(batch.roots[r].hash);
   batch.remove_root(r);
   batch.prebuilt = false;

@@ -55,6 +55,8 @@ private:
   void replace_earlier_copies(Batch& batch);
   // A row of the batch conflicts with its archived version: records the conflict, drops its root from the batch.
   void park_conflict(Batch& batch, const RowConflict& e);
+  // A root the copy cannot archive (RootStays) leaves the batch and this run, reported, with nothing recorded.
+  void leave_in_source(Batch& batch, const RootStays& e);
   // Counts a batch whose end is committed.
   void account(Batch& batch);
   // Reads what the destination holds for the batch's roots into the batch, as what was copied.

@@ -17,7 +17,8 @@ struct Stats {
   unsigned long long roots_conflict = 0;  // kept on both sides: no proof the archived version may be replaced
   unsigned long long roots_withdrawn = 0;  // left in the source: no longer matched `where` under the delete's lock
   std::vector<std::string> conflicts;     // the conflicting roots, named by their key columns
-  // Left in the source because a parent staying there or a table outside the job still holds their tree.
+  // Left in the source because a parent staying there or a table outside the job still holds their tree, or the
+  // archive holds a row of it that this run did not write (or could not write exactly).
   unsigned long long roots_blocked = 0;
   std::vector<std::string> blocked;  // why, a line per root (the first 20)
   double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0;

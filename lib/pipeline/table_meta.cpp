@@ -39,6 +39,7 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
     if (c.generated) continue;
     m.columns.push_back(c.name);
     m.binary.push_back(c.binary);
+    m.single_float.push_back(c.data_type == "float");
     m.integer.push_back(c.data_type == "tinyint" || c.data_type == "smallint" || c.data_type == "mediumint" ||
                         c.data_type == "int" || c.data_type == "bigint");
   }
@@ -65,11 +66,23 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
     }
     m.edges.push_back(std::move(em));
   }
-  m.select_list = sql::ident_list(m.columns);
+  m.select_list = read_list(m, "");
+  m.insert_list = sql::ident_list(m.columns);
   return m;
 }
 
 }  // namespace
+
+std::string read_list(const TableMeta& m, const std::string& alias) {
+  std::string out;
+  const std::string prefix = alias.empty() ? "" : alias + ".";
+  for (size_t c = 0; c < m.columns.size(); ++c) {
+    if (c) out += ", ";
+    const std::string col = prefix + sql::ident(m.columns[c]);
+    out += m.single_float[c] ? "CAST(" + col + " AS DOUBLE)" : col;
+  }
+  return out;
+}
 
 std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema::TableInfo>& source_tables,
                                 const config::Job& job, const std::string& source_db, const std::string& dest_db) {

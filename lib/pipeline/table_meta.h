@@ -46,7 +46,13 @@ struct TableMeta {
   std::vector<size_t> parent_ref_idx; // the referenced columns, positions in the parent's `columns`
   std::vector<bool> fk_binary;        // per foreign-key column: either side binary
   std::vector<bool> fk_integer;       // per foreign-key column: both sides integer columns
-  std::string select_list;            // quoted column list
+  std::vector<bool> single_float;     // per data column: FLOAT (read as DOUBLE, see `select_list`)
+  // The read expression of each data column, in order: the quoted column, or CAST(col AS DOUBLE) for a FLOAT,
+  // whose text form in results has 6 significant digits (16777216 reads as 16777200) while every FLOAT is a
+  // DOUBLE exactly and a DOUBLE's text is its shortest round-trip form (mariadb-facts C9). Every read of
+  // rows (source, destination, RETURNING) uses it, so no comparison passes on two equally lossy texts.
+  std::string select_list;
+  std::string insert_list;            // quoted column list, for INSERT and LOAD DATA
   // A foreign-key column compares by collation ('abc' = 'ABC ' under a _ci, PAD SPACE collation): children are
   // then matched to their parent row by the server, through a join that returns the parent's exact key bytes.
   bool collated_fk = false;
@@ -58,6 +64,10 @@ struct TableMeta {
   // Foreign keys from tables outside the job into this one: a row they still reference stays (its root blocked).
   std::vector<OutsideRef> outside;
 };
+
+// The read expressions of m's data columns (see TableMeta::select_list), each column prefixed by `alias.` when
+// given.
+std::string read_list(const TableMeta& m, const std::string& alias);
 
 // Builds the table metadata of a job from the source catalog (preflight has already checked it).
 std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema::TableInfo>& source_tables,

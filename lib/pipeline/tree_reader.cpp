@@ -124,8 +124,7 @@ void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, 
   const std::string& name = source ? m.source_name : m.destination_name;
   std::string select = m.select_list, from = name, join;
   if (e.collated_fk) {
-    select.clear();
-    for (size_t c = 0; c < m.columns.size(); ++c) select += (c ? ", c." : "c.") + sql::ident(m.columns[c]);
+    select = read_list(m, "c");
     for (size_t k = 0; k < e.parent_ref_idx.size(); ++k) select += ", p." + sql::ident(pm.columns[e.parent_ref_idx[k]]);
     from = name + " AS c";
     join = " JOIN " + (source ? pm.source_name : pm.destination_name) + " AS p ON ";

@@ -237,7 +237,25 @@ private:
       }
     }
     if (m_st.is_word(k, end, "FOREIGN")) return foreign_key(edit, name, k, end) ? edit.str() : "";
+    if (m_st.is_word(k, end, "UNIQUE")) unique_key(edit, k, end);
     return edit.str();  // a key, an index, a CHECK constraint, a PERIOD: as on the source
+  }
+
+  // An archive accumulates history: a value the source frees and reuses (an e-mail address, an order number) is
+  // archived again later, beside the old row. A secondary UNIQUE key would refuse that row on every run, so it
+  // becomes a plain index (the primary key stays the only unique one).
+  void unique_key(Edit& edit, size_t k, size_t end) {
+    size_t n = m_st.next(k + 1, end);
+    std::string key = "UNIQUE";
+    if (m_st.is_word(n, end, "KEY") || m_st.is_word(n, end, "INDEX")) {
+      size_t id = m_st.next(n + 1, end);
+      if (id < end && m_st.at(id).kind == Kind::ident) key = m_st.at(id).value;
+      edit.remove(k, k + 1);
+    } else {
+      edit.replace(k, k + 1, "KEY");
+    }
+    m_out.dropped.push_back(one_line(fmt::format(
+        "the uniqueness of key {} (kept as a plain index): an archive keeps a value the source reuses", key)));
   }
 
   // The archive copies ids and never generates them: the column keeps its type, loses AUTO_INCREMENT.

@@ -52,8 +52,8 @@ std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
                      s.batches, s.roots, s.roots_done, s.roots_changed, s.roots_withdrawn, s.roots_conflict,
                      s.recovered, s.retries);
   if (s.roots_blocked > 0) {
-    out += fmt::format("  blocked and left in source {} (a parent staying in the source or a table outside the job "
-                       "still holds their tree):\n",
+    out += fmt::format("  blocked and left in source {} (a parent staying in the source, a table outside the job "
+                       "still holding their tree, or a row the archive holds already; each with its reason):\n",
                        s.roots_blocked);
     for (const auto& why : s.blocked) out += "    " + why + "\n";
   }
@@ -166,7 +166,7 @@ std::string metrics_text(const RunInfo& info, const pipeline::Stats& s, double f
       std::to_string(s.roots_conflict));
   one("goarchive_last_run_roots_blocked",
       "Root rows the last run left in the source because a parent staying there or a table outside the job still "
-      "holds their tree.",
+      "holds their tree, or the archive holds a row of it already.",
       std::to_string(s.roots_blocked));
   one("goarchive_last_run_retries", "Statements the last run retried.", std::to_string(s.retries));
   one("goarchive_last_run_held_seconds", "Seconds the last run held for replication lag.",

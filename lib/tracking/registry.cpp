@@ -251,6 +251,15 @@ std::vector<BatchRow> Registry::unfinished_batches(db::Connection& conn, unsigne
   return out;
 }
 
+std::vector<std::string> Registry::unfinished_commands(db::Connection& conn, unsigned long long job_id) const {
+  db::RowSet r = conn.query(fmt::format("SELECT DISTINCT r.command FROM {} b JOIN {} r ON r.id = b.run_id "
+                                        "WHERE b.job_id = {} AND b.unfinished = 1{} ORDER BY r.command",
+                                        table("batches"), table("runs"), job_id, scope_filter("b.")));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.text(i, 0));
+  return out;
+}
+
 std::pair<unsigned long long, unsigned long long> Registry::unfinished_counts(db::Connection& conn,
                                                                               unsigned long long job_id) const {
   db::RowSet r = conn.query(fmt::format("SELECT IFNULL(SUM(IF(state = 'copied', roots, 0)), 0), "

@@ -131,6 +131,8 @@ public:
   std::vector<BatchRow> unfinished_batches(db::Connection& conn, unsigned long long job_id,
                                            unsigned long long after_id, size_t limit) const;
   // Unfinished roots of a job: (in copied batches, in deleting batches).
+  // The commands of the runs that last took each unfinished batch of the job (in this scope), without repeats.
+  std::vector<std::string> unfinished_commands(db::Connection& conn, unsigned long long job_id) const;
   std::pair<unsigned long long, unsigned long long> unfinished_counts(db::Connection& conn,
                                                                       unsigned long long job_id) const;
   // Deletes done batches older than the retention, in small chunks.

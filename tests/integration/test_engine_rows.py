@@ -153,7 +153,8 @@ class RowsTest(unittest.TestCase):
     def test_copies_with_bulk_insert_and_falls_back_on_a_duplicate(self):
         """On MariaDB a batch's copy is one bulk INSERT (array binding) per table, no LOAD DATA. A bulk INSERT that
         meets a row already archived rolls back to its savepoint and its rows go through LOAD DATA and the INSERT
-        path, which recognises the identical row."""
+        path, which finds the identical row, written by another run: its root stays in the source and the batch
+        is copied again without it."""
         sc = Scenario(self, "bulk")
         sc.both(f"CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40) NULL, b VARBINARY(8) NULL) {INNODB}")
         # Text with a tab and a backslash (LOAD DATA escapes them, a bulk INSERT sends them as they are), NULLs, bytes.
@@ -171,11 +172,14 @@ class RowsTest(unittest.TestCase):
         r = sc.job("archive", cfg)
         s1 = status()
         self.assertEqual(r.rc, 0, r)
+        self.assertIn("root t (id) = (10): the row t (id) = (10) is already in the destination", r.out)
         self.assertEqual(sc.raw_rows("destination", "t"), before)
-        self.assertEqual(sc.count("source", "t"), 0)
-        # Three batches, one bulk INSERT each; the third's meets row 10 and goes on as one LOAD DATA.
-        self.assertEqual(s1["Com_stmt_execute"] - s0["Com_stmt_execute"], 3)
-        self.assertEqual(s1["Com_load"] - s0["Com_load"], 1)
+        self.assertEqual(sc.raw_rows("source", "t"), {k: v for k, v in before.items() if k == (b"10",)})
+        # Three batches, one bulk INSERT each; the third's meets row 10 and goes on as LOAD DATA and INSERTs (once
+        # more after the delete of the batch before has ended, when that was still under way: its end might have
+        # removed such a row), and is copied without root 10 in a last bulk INSERT.
+        self.assertIn((s1["Com_stmt_execute"] - s0["Com_stmt_execute"], s1["Com_load"] - s0["Com_load"]),
+                      {(4, 1), (5, 2)})
 
 
 if __name__ == "__main__":
