@@ -107,15 +107,6 @@ private:
                        "one with ALTER TABLE {} ADD PRIMARY KEY (...)",
                        name(t), sql::qualified(t.database, t.name)));
     }
-    for (const auto& c : t.columns) {
-      static const std::set<std::string> spatial = {"geometry", "point", "linestring", "polygon", "multipoint",
-                                                    "multilinestring", "multipolygon", "geometrycollection"};
-      if (spatial.count(c.data_type)) {
-        fail(fmt::format("column {}.{} has the spatial type {}, which goarchive does not copy; leave the table out "
-                         "of the job",
-                         name(t), c.name, c.data_type));
-      }
-    }
     if (deletes() && t.has_trigger("DELETE")) {
       fail(fmt::format("table {} has a DELETE trigger on the source: archiving would fire it for every row; drop or "
                        "disable the trigger, or run copy-only",

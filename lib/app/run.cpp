@@ -26,6 +26,7 @@
 #include "plan/sql.h"
 #include "replication/gate.h"
 #include "report/summary.h"
+#include "schema/catalog.h"
 #include "tracking/archive_owner.h"
 #include "tracking/registry.h"
 #include "util/error.h"
@@ -199,12 +200,8 @@ private:
   // One registry and one source per archive database (tracking/archive_owner.h); purge writes none of its rows.
   void claim_archive() {
     if (m_mode == pipeline::Mode::purge) return;
-    db::RowSet server = m_src->query("SELECT @@hostname, @@port");
-    tracking::ArchiveOwner wanted{
-        m_cfg.destination.job_schema,
-        tracking::source_name(server.text(0, 0), static_cast<unsigned>(std::stoul(server.text(0, 1))),
-                              m_identity.server_uuid, m_cfg.source.database)};
-    tracking::claim_archive(*m_dst, m_cfg.destination.database, wanted);
+    tracking::claim_archive(*m_dst, m_cfg.destination.database,
+                            {m_cfg.destination.job_schema, schema::read_server_identity(*m_src), m_cfg.source.database});
   }
 
   void start_run() {

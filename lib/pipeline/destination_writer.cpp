@@ -126,7 +126,7 @@ std::vector<Statement> DestinationWriter::build_inserts(const Batch& batch, size
 
 std::vector<Statement> DestinationWriter::build_fallback(const Batch& batch, size_t t,
                                                          const std::vector<size_t>& rows) const {
-  return m_load ? build_loads(batch, t, rows) : build_inserts(batch, t, rows);
+  return m_load && !m_ctx.tables[t].has_raw_text ? build_loads(batch, t, rows) : build_inserts(batch, t, rows);
 }
 
 std::vector<Statement> DestinationWriter::build_bulk(const Batch& batch, size_t t,

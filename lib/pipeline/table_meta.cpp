@@ -1,5 +1,7 @@
 #include "pipeline/table_meta.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "plan/sql.h"
@@ -28,6 +30,16 @@ bool declared_in_database(const TableMeta& child, const std::string& parent_tabl
   return false;
 }
 
+// A text column in a character set other than UTF-8: its values reach a utf8mb4 session converted, and a byte
+// with no Unicode character (0x98 in cp1251, a lone surrogate in ucs2, a byte over 127 stored in ascii) arrives
+// as '?'. Its bytes travel unconverted instead.
+bool raw_text(const schema::Column& c) {
+  static const std::set<std::string> text = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext"};
+  if (c.binary || !text.count(c.data_type) || c.collation.empty()) return false;
+  const std::string charset = c.collation.substr(0, c.collation.find('_'));
+  return charset != "utf8mb4" && charset != "utf8mb3" && charset != "utf8";
+}
+
 TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, const config::Job& job, bool is_root,
                        const std::string& source_db, const std::string& dest_db) {
   TableMeta m;
@@ -40,6 +52,7 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
     m.columns.push_back(c.name);
     m.binary.push_back(c.binary);
     m.single_float.push_back(c.data_type == "float");
+    m.raw_text.push_back(raw_text(c));
     m.integer.push_back(c.data_type == "tinyint" || c.data_type == "smallint" || c.data_type == "mediumint" ||
                         c.data_type == "int" || c.data_type == "bigint");
   }
@@ -66,6 +79,19 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
     }
     m.edges.push_back(std::move(em));
   }
+  // A column that identifies rows (a key, a foreign key, a unique key a child may reference) compares by its
+  // collation in the server's SQL: it keeps its text form.
+  std::vector<std::string> identifying = m.key_cols;
+  for (const auto& e : node.edges()) identifying.insert(identifying.end(), e.foreign_key.begin(), e.foreign_key.end());
+  for (const auto& u : info.unique_keys) identifying.insert(identifying.end(), u.begin(), u.end());
+  for (const auto& col : identifying) {
+    if (size_t k = position(m.columns, col); k < m.columns.size()) m.raw_text[k] = false;
+  }
+  for (size_t c = 0; c < m.columns.size(); ++c) {
+    if (!m.raw_text[c]) continue;
+    m.binary[c] = true;  // sent as bytes: a binary string goes into the column unconverted
+    m.has_raw_text = true;
+  }
   m.select_list = read_list(m, "");
   m.insert_list = sql::ident_list(m.columns);
   return m;
@@ -79,7 +105,9 @@ std::string read_list(const TableMeta& m, const std::string& alias) {
   for (size_t c = 0; c < m.columns.size(); ++c) {
     if (c) out += ", ";
     const std::string col = prefix + sql::ident(m.columns[c]);
-    out += m.single_float[c] ? "CAST(" + col + " AS DOUBLE)" : col;
+    if (m.single_float[c]) out += "CAST(" + col + " AS DOUBLE)";
+    else if (m.raw_text[c]) out += "CAST(" + col + " AS BINARY)";
+    else out += col;
   }
   return out;
 }

@@ -47,6 +47,11 @@ struct TableMeta {
   std::vector<bool> fk_binary;        // per foreign-key column: either side binary
   std::vector<bool> fk_integer;       // per foreign-key column: both sides integer columns
   std::vector<bool> single_float;     // per data column: FLOAT (read as DOUBLE, see `select_list`)
+  // Per data column: a text column in a character set other than UTF-8 that identifies no row: read as
+  // CAST(col AS BINARY) and sent as bytes (`binary` is set too), so that a byte with no Unicode character
+  // survives. LOAD DATA, which converts from its CHARACTER SET, is not used for a table that has one.
+  std::vector<bool> raw_text;
+  bool has_raw_text = false;
   // The read expression of each data column, in order: the quoted column, or CAST(col AS DOUBLE) for a FLOAT,
   // whose text form in results has 6 significant digits (16777216 reads as 16777200) while every FLOAT is a
   // DOUBLE exactly and a DOUBLE's text is its shortest round-trip form (mariadb-facts C9). Every read of

@@ -40,7 +40,11 @@ bool TableInfo::has_trigger(const std::string& event) const {
 namespace {
 
 bool binary_type(const std::string& data_type) {
-  static const std::set<std::string> types = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "bit"};
+  // Spatial values travel as the server's own bytes (SRID + WKB), which a geometry column takes back as they are.
+  static const std::set<std::string> types = {"binary",     "varbinary",       "tinyblob",     "blob",
+                                              "mediumblob", "longblob",        "bit",          "geometry",
+                                              "point",      "linestring",      "polygon",      "multipoint",
+                                              "multilinestring", "multipolygon", "geometrycollection"};
   return types.count(data_type) > 0;
 }
 

@@ -215,10 +215,18 @@ class GuardTest(unittest.TestCase):
         state = gatest.sql("destination", "SELECT @@gtid_binlog_state, @@gtid_slave_pos")[0]
         src_id = gatest.sql("source", "SELECT @@server_id")[0][0]
         self.assertNotIn(src_id, [s for d, s, _ in gatest.parse_gtid_list(",".join(x for x in state if x))])
-        ocfg = sc.config({"b": dict(TREE_JOB, where="id > 1010")}, source={"port": int(gatest.env("GA_DEST_PORT"))})
+        # Another source has an archive database of its own (one archive database takes one source's runs).
+        dst2 = sc.extra_db("destination", sc.dst_db + "_b")
+        q = gatest.quote_ident
+        for t in ("p", "c"):
+            gatest.sql("destination", f"CREATE TABLE {q(dst2)}.{q(t)} LIKE {q(sc.dst_db)}.{q(t)}")
+        archived = sc.count("destination", "p")
+        ocfg = sc.config({"b": dict(TREE_JOB, where="id > 1010")}, source={"port": int(gatest.env("GA_DEST_PORT"))},
+                         destination={"database": dst2})
         r = sc.go("copy-only", ocfg, "b")
         self.assertEqual(r.rc, 0, r)
-        self.assertEqual(sc.count("destination", "p"), 10 + 10)
+        self.assertEqual(gatest.sql("destination", "SELECT COUNT(*) FROM p", db=dst2)[0][0], 10)
+        self.assertEqual(sc.count("destination", "p"), archived)
         r = sc.go("archive", cfg, "a")
         self.assertEqual(r.rc, 0, r)
 

@@ -244,7 +244,12 @@ class SchemaCommandTest(unittest.TestCase):
             self.assertGreaterEqual(len(columns_meta("source", sc.src_db, t)), 4, t)
             self.assertGreaterEqual(len(statistics("source", sc.src_db, t)), 2, t)
             self.assertEqual(columns_meta("source", sc.src_db, t), columns_meta("destination", sc.dst_db, t), t)
-            self.assertEqual(statistics("source", sc.src_db, t), statistics("destination", sc.dst_db, t), t)
+            # Every index as on the source, except that a secondary UNIQUE key is a plain index in an archive (a
+            # value the source frees and reuses is archived again beside the old row).
+            expected = [tuple(1 if (i == 3 and row[0] == "uk_code") else v for i, v in enumerate(row))
+                        for row in statistics("source", sc.src_db, t)]
+            self.assertEqual(expected, statistics("destination", sc.dst_db, t), t)
+        self.assertIn("the uniqueness of key uk_code (kept as a plain index)", r.out)
         tables = "SELECT TABLE_NAME, ENGINE, TABLE_COLLATION, TABLE_COMMENT, ROW_FORMAT FROM information_schema.TABLES " \
                  "WHERE TABLE_SCHEMA=%s ORDER BY 1"
         self.assertEqual(gatest.sql("source", tables, (sc.src_db,)), gatest.sql("destination", tables, (sc.dst_db,)))
