@@ -120,6 +120,8 @@ def check(test, src_db, dst_dbs, tree, snapshot, expect, final, what=""):
     in the middle of that job (not FINAL), unchanged; no duplicate key in any destination; no orphan anywhere.
     Asserts that nothing was lost, duplicated, orphaned, changed or misplaced."""
     q = gatest.quote_ident
+    # An empty snapshot (taken before the data was loaded, or of the wrong tables) would check nothing.
+    test.assertTrue(any(snapshot.get(t) for t in tree.tables), f"the snapshot holds no row of {tree.tables}")
     bad = collections.Counter()
     samples = []
 
