@@ -33,8 +33,8 @@ g = lambda k: s.get(k, 0)
 print(f"\nchaos.sh: seed {d['seed']}: rounds {g('rounds')} (failed {g('rounds_failed')}), application writes committed "
       f"{g('writes')}, kills {g('kills')}")
 print(f"chaos.sh: lost {g('lost')} / duplicated {g('duplicated')} / stale {g('stale')} / orphans {g('orphans')} "
-      f"(unarchived {g('unarchived')}, in diamond rounds {g('unarchived_diamond')}, misplaced {g('misplaced')}, "
-      f"final runs failed {g('final_failed')})")
+      f"(unarchived {g('unarchived')}, in diamond rounds {g('unarchived_diamond')}, uncopied {g('uncopied')}, "
+      f"misplaced {g('misplaced')}, registry {g('registry')}, final runs failed {g('final_failed')})")
 print(f"chaos.sh: rows of conflict roots {g('conflicts')}, deleted rows whose archived copy was kept after a kill in "
       f"the delete's commit window {g('kept')} (failures, allowed only with CHAOS_NO_PROOF=1)")
 print(f"chaos.sh: allowed and reported: diamond roots blocked {g('blocked')}")

@@ -629,7 +629,7 @@ def table_rows(schema, server, db, t):
 
 
 # -- the closing check ----------------------------------------------------------------------------------------------
-CATEGORIES = ("lost", "duplicated", "stale", "orphans", "unarchived", "misplaced")
+CATEGORIES = ("lost", "duplicated", "stale", "orphans", "unarchived", "uncopied", "misplaced", "registry")
 # Outcomes the design allows and reports (counted, never a failure), in diamond rounds only: the eligible roots
 # joined (by a g whose two parents are under different roots) to a root that is not eligible, which stay in the
 # source, reported as blocked (goarchive.toml(5), "Diamonds"). Every other eligible root still in the source after
@@ -644,12 +644,10 @@ ALLOWED = ("blocked",) + (("conflicts", "kept") if os.environ.get("CHAOS_NO_PROO
 
 
 def conflict_roots(schema, job_schema):
-    """Root keys (tuples as the model has them) that goarchive recorded as conflicts."""
+    """Root keys (tuples as the model has them) that goarchive recorded as conflicts. An error raises: an empty
+    set is the passing answer (a missing registry after a final run is a failure, not "no conflicts")."""
     out = set()
-    try:
-        rows = gatest.sql("destination", f"SELECT root_key FROM {q(job_schema)}.`conflicts`")
-    except Exception:
-        return out
+    rows = gatest.sql("destination", f"SELECT root_key FROM {q(job_schema)}.`conflicts`")
     types = [int if "INT" in schema._types[("r", c)].upper() else str for c in schema.pk["r"]]
     for (blob,) in rows:
         blob, vals, i = bytes(blob), [], 0
@@ -661,18 +659,40 @@ def conflict_roots(schema, job_schema):
     return out
 
 
+def registry_failures(job_schema, job="j"):
+    """What is wrong with the registry after a final clean run: an unfinished batch (copied or deleting), the job
+    not recorded or still marked running, a run still marked running, or a conflict recorded where the round
+    allows none (ALLOWED). A list of lines, empty when the registry is in order."""
+    out = []
+    unfinished = gatest.sql("destination", f"SELECT COUNT(*), IFNULL(SUM(roots), 0) FROM {q(job_schema)}.`batches` "
+                                           "WHERE state IN ('copied', 'deleting')")[0]
+    if unfinished[0]:
+        out.append(f"{unfinished[0]} unfinished batch(es) ({unfinished[1]} roots) after the final clean run")
+    status = gatest.sql("destination", f"SELECT status FROM {q(job_schema)}.`jobs` WHERE name = %s", (job,))
+    if not status:
+        out.append(f"job {job} is not in the registry")
+    elif status[0][0] == "running":
+        out.append(f"job {job} is still marked running after the final clean run")
+    running = gatest.sql("destination", f"SELECT COUNT(*) FROM {q(job_schema)}.`runs` WHERE status = 'running'")[0][0]
+    if running:
+        out.append(f"{running} run(s) still marked running after the final clean run")
+    if "conflicts" not in ALLOWED:
+        n = gatest.sql("destination", f"SELECT COUNT(*) FROM {q(job_schema)}.`conflicts`")[0][0]
+        if n:
+            out.append(f"{n} conflict(s) recorded, and this round allows none")
+    return out
+
+
 def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambiguous_kill=False):
     """Failures {category: [example lines]} of the round's end state against the model.
 
     MODE is the mode of the final clean run: archive (eligible trees in the destination, the others in the source,
     nothing in both), purge (eligible trees gone, the others in the source, nothing in the destination),
-    copy-only-source (the intermediate check of a copy-only round: every row in the source, latest version)."""
+    copy-only (every row in the source, and in the destination exactly the eligible trees, all at their latest
+    version: the copy sweep has removed every copy that went stale or left `where`)."""
     bad = collections.defaultdict(list)
     src = {t: table_rows(schema, "source", src_db, t) for t in schema.TABLES}
     dst = {t: table_rows(schema, "destination", dst_db, t) for t in schema.TABLES}
-
-    def sides(pairs):  # the intermediate copy-only check looks at the source only: copies may lag behind
-        return pairs[:1] if mode == "copy-only-source" else pairs
 
     def dest_root(t, key):  # the root a destination row hangs under in the destination
         while t != "r":
@@ -722,16 +742,22 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
                 bad["conflicts"].append(f"{t} {key}: under a root goarchive reported as a conflict")
                 continue
             s, d = src[t].get(key), dst[t].get(key)
-            for where, got in sides((("source", s), ("destination", d))):
+            for where, got in (("source", s), ("destination", d)):
                 if got is not None and got != row:
                     bad["stale"].append(f"{t} {key}: {where} has {got}, latest committed version is {row}"
                                         + model.why(t, key))
             el = eligible(t, key)
             tag = "touched" if model.root_of(t, key) in model.touched_roots else "untouched"
-            if mode == "copy-only-source":
+            if mode == "copy-only":
                 if s is None:
                     bad["lost"].append(f"{t} {key} (eligible={el}) left the source in a copy-only round "
-                                       f"(destination has {d})")
+                                       f"(destination has {d})" + model.why(t, key))
+                if el and d is None:
+                    bad["uncopied"].append(f"{t} {key}: eligible ({tag}), not in the destination after the final "
+                                           "clean copy-only run" + model.why(t, key))
+                elif el is False and d is not None:
+                    bad["misplaced"].append(f"{t} {key}: not eligible ({tag}), in the destination after the final "
+                                            "clean copy-only run" + model.why(t, key))
                 continue
             if mode == "purge":
                 if d is not None:
@@ -753,7 +779,7 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
             elif el and s is not None:
                 bad["unarchived_diamond" if schema.diamond else "unarchived"].append(
                     f"{t} {key}: eligible ({tag}), still in the source after the final clean archive run")
-        for where, rows in sides((("source", src[t]), ("destination", dst[t]))):
+        for where, rows in (("source", src[t]), ("destination", dst[t])):
             for key in rows:
                 if key in model.deleted[t] and key not in model.rows[t]:
                     if where == "destination" and in_conflict(t, key):
@@ -767,7 +793,7 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
                 elif key not in model.rows[t]:
                     bad["stale"].append(f"{t} {key}: unknown row in the {where}: {rows[key]}")
     for child, fk, parent, refs in schema.relations():
-        for server, db in sides((("source", src_db), ("destination", dst_db))):
+        for server, db in (("source", src_db), ("destination", dst_db)):
             for r in campaignkit.orphans(server, db, child, fk, parent, refs, schema.pk[child] + fk):
                 n = len(schema.pk[child])
                 bad["orphans"].append(f"{child} {tuple(r[:n])} in the {server} without its {parent} {tuple(r[n:])}")

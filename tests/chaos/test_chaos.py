@@ -13,18 +13,33 @@ end state is checked against the application's log of committed writes (chaoskit
 A copy-only round runs copy-only under load, checks that the source still holds every row's latest version, then runs
 a clean `archive` and checks the full invariant.
 
-Rounds vary: archive / copy-only / purge, database foreign keys (ON UPDATE CASCADE) or config-only relations, integer,
-composite and VARCHAR keys, sha256 or count verification, small or large batches. DIAMOND rounds (round 6, and a third
-of the random ones) give g a second parent, r itself: the application locks both parents of every g it writes, usually
-names the c's own root, sometimes another (a cross-root diamond), and moves g under either parent; the final clean runs
-take every root in one batch, and the oracle exempts only the eligible roots joined (through such g rows, transitively)
-to a root that is not eligible: reported as "blocked", allowed.
-SINGLE-TABLE rounds (tables=1: round 3, and a quarter of the random ones) have the root table r only, a job without
-relations (the engine's single-table path): the application updates, inserts, deletes, re-keys roots and flips their
-`where` column; every mode and key kind, never a diamond.
+A copy-only round's final clean copy-only run is checked against the model on both sides (the source holds every
+row's latest version, the destination exactly the eligible trees at their latest version), then a clean `archive`
+runs and the full invariant is checked.
 
-Environment: CHAOS_SEED (default 20261201), CHAOS_ROUNDS (default 7), CHAOS_SECONDS (seconds of load per round,
-default 15), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
+Rounds vary: archive / copy-only / purge, the relation kind (database foreign keys with ON UPDATE CASCADE,
+config-only relations, the single table, a diamond), integer, composite and VARCHAR keys, sha256, count or no
+verification, small or large batches. DIAMOND rounds give g a second parent, r itself: the application locks both
+parents of every g it writes, usually names the c's own root, sometimes another (a cross-root diamond), and moves g
+under either parent; the final clean runs take every root in one batch, and the oracle exempts only the eligible roots
+joined (through such g rows, transitively) to a root that is not eligible: reported as "blocked", allowed. Diamonds
+are archive or purge rounds (copy-only refuses them) with integer or composite keys.
+SINGLE-TABLE rounds (tables=1) have the root table r only, a job without relations (the engine's single-table path):
+the application updates, inserts, deletes, re-keys roots and flips their `where` column; never a diamond.
+
+The first rounds (COVER) are fixed shapes that cover every pair of mode x key x relation kind x verification that
+can exist (pairwise; 12 rounds), with data from the fixed seed 20261201; the rounds after them draw their shape at
+random from CHAOS_SEED. In CI (CHAOS_ROUNDS unset) two random rounds follow the cover, and CHAOS_SEED defaults to a
+number taken from the git commit, so the random part rotates with every commit (printed, to rerun a failure).
+
+The test proves that the chaos happened: every round must commit at least MIN_WRITES_PER_SECOND application writes per
+second of load (and fewer failed writes than committed ones), SIGKILL goarchive at least twice (rc -9), of which its
+first run at a fault point (GOARCHIVE_FAULT=<point>:1, which must kill), and leave the registry in order after the
+final clean run (no unfinished batch, no job or run marked running, no conflict unless allowed). The suite refuses a
+binary without the fault hooks (campaignkit.require_fault_hooks).
+
+Environment: CHAOS_SEED (default: from the git commit), CHAOS_ROUNDS (default: the 12 cover rounds + 2 random ones),
+CHAOS_SECONDS (seconds of load per round, default 6), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
 CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run,
 CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PROOF=1 runs without the commit proof,
 CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind;
@@ -37,6 +52,7 @@ import collections
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 import unittest
@@ -44,17 +60,50 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chaoskit  # noqa: E402  (puts tests/integration on sys.path)
 import campaignkit  # noqa: E402
-from chaoskit import ALLOWED, CATEGORIES, POINTS, conflict_roots, STATS, App, Model, Schema, check, load, report, run, servers, tail  # noqa
+from chaoskit import (ALLOWED, CATEGORIES, POINTS, STATS, App, Model, Schema, check, conflict_roots,  # noqa: E402
+                      load, registry_failures, report, run, servers, tail)
 
 import gatest  # noqa: E402
 from scenario import BIN, Scenario  # noqa: E402
 
-SEED = int(os.environ.get("CHAOS_SEED") or 20261201)
-ROUNDS = int(os.environ.get("CHAOS_ROUNDS") or 7)
-SECONDS = float(os.environ.get("CHAOS_SECONDS") or 15)
-VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
 MODES = ["archive", "copy-only", "purge"]
 KEYS = ["int", "composite", "varchar"]
+VERIFICATIONS = ["sha256", "count", "none"]
+# The fixed rounds: every pair of (mode, key, relation kind, verification) values that can exist appears in at least
+# one of them (a diamond is never copy-only nor VARCHAR-keyed). Relation kinds: dbfk (database foreign keys), config
+# (config-only relations), single (the single table r), diamond (config-only relations, g under c and under r).
+COVER = [
+    ("archive", "int", "dbfk", "sha256"), ("copy-only", "varchar", "dbfk", "count"),
+    ("purge", "composite", "dbfk", "none"), ("purge", "varchar", "config", "sha256"),
+    ("archive", "composite", "config", "count"), ("copy-only", "int", "config", "none"),
+    ("copy-only", "composite", "single", "sha256"), ("purge", "int", "single", "count"),
+    ("archive", "varchar", "single", "none"), ("archive", "int", "diamond", "sha256"),
+    ("purge", "composite", "diamond", "count"), ("archive", "composite", "diamond", "none"),
+]
+COVER_SEED = 20261201  # the cover rounds' data in CI: the same every run
+RANDOM_IN_CI = 2  # random rounds after the cover when CHAOS_ROUNDS is unset
+
+
+def commit_seed():
+    """A seed from the git commit under test (its first 8 hex digits), so that CI's random rounds rotate."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+        return int(head[:8], 16)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return int(time.time())  # no git: still a fresh seed, printed like any other
+
+
+SEED = int(os.environ.get("CHAOS_SEED") or commit_seed())
+CI = not os.environ.get("CHAOS_ROUNDS")
+ROUNDS = len(COVER) + RANDOM_IN_CI if CI else int(os.environ["CHAOS_ROUNDS"])
+SECONDS = float(os.environ.get("CHAOS_SECONDS") or 6)
+VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
+# What every round must show it exercised (a round that exercised nothing fails): committed application writes per
+# second of load (3 threads commit 250 to 500 per second on a quiet machine), SIGKILLs that killed.
+MIN_WRITES_PER_SECOND = 50
+MIN_KILLS = 2
+POINTS_FIRED = collections.Counter()  # fault point -> SIGKILLs it gave, over the whole run
 RESULTS = []  # one dict per round
 RC1 = []  # the last log line of the first runs that ended rc 1 under load
 
@@ -62,7 +111,9 @@ RC1 = []  # the last log line of the first runs that ended rc 1 under load
 def setUpModule():
     global BIN
     BIN = chaoskit.start(BIN)
-    print(f"\nchaos: CHAOS_SEED={SEED} CHAOS_ROUNDS={ROUNDS} CHAOS_SECONDS={SECONDS}, binary {BIN}, servers "
+    campaignkit.require_fault_hooks(BIN, {p for points in POINTS.values() for p in points})
+    seeds = f"the random rounds; the cover rounds use {COVER_SEED}" if CI else "every round"
+    print(f"\nchaos: CHAOS_SEED={SEED} ({seeds}) CHAOS_ROUNDS={ROUNDS} CHAOS_SECONDS={SECONDS}, binary {BIN}, servers "
           f"127.0.0.1:{os.environ['GA_SOURCE_PORT']} / :{os.environ['GA_DEST_PORT']}", file=sys.stderr, flush=True)
 
 
@@ -86,6 +137,7 @@ def closing_table():
             ("  skipped (row or parent gone) / failed (errors)", f"{s['skipped']} / {s['app_errors']}"),
             ("goarchive runs under load", s["runs"]),
             ("SIGKILLs (timer / fault point)", f"{s['kills']} ({s['kills_timer']} / {s['kills_point']})"),
+            ("fault points that killed", len(POINTS_FIRED)),
             ("runs ending rc 1 under load / rc 4", f"{s['rc1']} / {s['rc4']}"),
             ("final clean runs failed", s["final_failed"])]
     rows += [(k, s[k]) for k in CATEGORIES]
@@ -94,6 +146,7 @@ def closing_table():
     rows.append(("allowed: blocked diamond roots", s["blocked"]))
     rows.append(("row checks", s["row_checks"]))
     out = campaignkit.closing_table(f"chaos closing table (CHAOS_SEED={SEED})", rows)
+    out.append("SIGKILLs per fault point: " + ", ".join(f"{p} {n}" for p, n in sorted(POINTS_FIRED.items())))
     if RC1:
         out.append("runs ending rc 1 under load (first ones):")
         out += [f"  {line}" for line in RC1]
@@ -104,22 +157,23 @@ def closing_table():
     return "\n".join(out)
 
 
+def round_seed(i):
+    """The seed of round I's draws and data: the fixed one for CI's cover rounds, CHAOS_SEED otherwise."""
+    return COVER_SEED if CI and i < len(COVER) else SEED
+
+
 def round_params(i, rng):
-    """Round I's kind. The first rounds walk a fixed cover of modes x keys x foreign keys x verification (round 3
-    with the single table r), then one diamond round (g under c and under r too); later rounds draw at random, a
-    third of the archive and purge ones diamonds (integer or composite keys), a quarter of them single-table."""
+    """Round I's kind: the first rounds are COVER's fixed shapes; later rounds draw at random, a third of the archive
+    and purge ones diamonds (integer or composite keys), a quarter of the others single-table."""
     diamond, tables = False, 3
-    if i < 6:
-        mode = MODES[i % 3]
-        key = KEYS[(i + i // 3) % 3]
-        dbfk = i % 2 == 0
-        verification = ["sha256", "count"][(i // 2) % 2]
-        tables = 1 if i == 3 else 3  # archive, composite keys, count: the single-table job
-    elif i == 6:
-        mode, key, dbfk, verification, diamond = "archive", "composite", False, "sha256", True
+    if i < len(COVER):
+        mode, key, kind, verification = COVER[i]
+        dbfk = kind == "dbfk"
+        diamond = kind == "diamond"
+        tables = 1 if kind == "single" else 3
     else:
         mode, key = rng.choice(MODES), rng.choice(KEYS)
-        dbfk, verification = rng.random() < 0.5, rng.choice(["sha256", "count"])
+        dbfk, verification = rng.random() < 0.5, rng.choice(VERIFICATIONS)
         # copy-only refuses a diamond (goarchive(1)): diamond rounds archive or purge.
         if rng.random() < 1 / 3 and mode != "copy-only":
             diamond, key = True, rng.choice(["int", "composite"])
@@ -128,9 +182,8 @@ def round_params(i, rng):
     p = {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
          "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
          "roots": rng.randint(150, 260), "diamond": diamond, "tables": tables}
-    # Single-table rounds: drawn after every other draw (so those stay as they were), among the rounds that are no
-    # diamond (2/9 of the random rounds are): 7/9 * 9/28 = a quarter of the random rounds.
-    if i > 6 and not diamond and rng.random() < 9 / 28:
+    # Single-table rounds: drawn after every other draw, among the random rounds that are no diamond.
+    if i >= len(COVER) and not diamond and rng.random() < 9 / 28:
         p["tables"] = 1
     # CHAOS_FORCE="mode=archive,key=composite,dbfk=1,batch_size=4": every round of that shape (to stress one kind).
     forced = set()
@@ -184,7 +237,8 @@ class Chaos(unittest.TestCase):
             time.sleep(1)
 
     def one_round(self, i):
-        rng = random.Random(f"{SEED}:{i}")
+        seed = round_seed(i)
+        rng = random.Random(f"{seed}:{i}")
         p = round_params(i, rng)
         kind = kind_of(p)
         t0 = time.monotonic()
@@ -204,17 +258,25 @@ class Chaos(unittest.TestCase):
         final_cfg = cfg if not p["diamond"] else sc.config(
             {"j": schema.job()}, verification=p["verification"],
             processing={"batch_size": 100000, "delete_batch_size": p["delete_batch_size"]})
-        app = App(model, sc.src_db, f"{SEED}:{i}", threads=3)
+        app = App(model, sc.src_db, f"{seed}:{i}", threads=3)
         log = []
         first_conflict = []  # the runs up to the first that reported a conflict, with that run's log tail
         load_mode = p["mode"]
         app.start()
         kills = 0
+        fired = collections.Counter()  # fault point -> SIGKILLs it gave in this round
+        failures = []
         try:
             end = time.monotonic() + SECONDS
             durations = [0.5]  # seconds the uninterrupted runs took: the range of the timer kills
-            while time.monotonic() < end:
-                if rng.random() < 0.4:
+            first = True
+            while first or time.monotonic() < end:
+                if first:
+                    # The first run dies at a fault point it must reach (its first pass: every eligible root is
+                    # still there), the one of this mode that has killed least so far: over a run every point fires.
+                    point = min(POINTS[load_mode], key=lambda x: POINTS_FIRED[x])
+                    env, kill_after, how = {"GOARCHIVE_FAULT": f"{point}:1"}, None, f"{point}:1"
+                elif rng.random() < 0.4:
                     point = rng.choice(POINTS[load_mode])
                     n = 1 if point == "after_locks" else rng.randint(1, 6)
                     env, kill_after, how = {"GOARCHIVE_FAULT": f"{point}:{n}"}, None, f"{point}:{n}"
@@ -230,10 +292,16 @@ class Chaos(unittest.TestCase):
                 if not first_conflict and "root(s) are in conflict" in out + err:
                     first_conflict = log[-8:] + ["  its last log lines:"]
                     first_conflict += ["    " + line for line in tail(err, 25).splitlines()]
+                if first and rc != -9:
+                    failures.append(f"GOARCHIVE_FAULT={how} did not kill the first {load_mode} run (rc={rc}): the "
+                                    f"point was never reached\n{tail(err, 3)}")
+                first = False
                 if rc == -9:
                     kills += 1
                     STATS["kills"] += 1
                     STATS["kills_point" if env else "kills_timer"] += 1
+                    if env:
+                        fired[env["GOARCHIVE_FAULT"].split(":")[0]] += 1
                 elif rc == 4:
                     STATS["rc4"] += 1
                     time.sleep(0.5)
@@ -248,18 +316,31 @@ class Chaos(unittest.TestCase):
         finally:
             app.finish()
         writes = sum(model.writes.values())
+        app_errors = sum(v for k, v in app.errors.items() if k != "skipped")
         STATS["writes"] += writes
         STATS["skipped"] += app.errors["skipped"]
-        STATS["app_errors"] += sum(v for k, v in app.errors.items() if k != "skipped")
+        STATS["app_errors"] += app_errors
+        POINTS_FIRED.update(fired)
+        # The round must have exercised what it claims: live writes, and kills that killed.
+        min_writes = int(MIN_WRITES_PER_SECOND * SECONDS)
+        if writes < min_writes:
+            failures.append(f"only {writes} application writes committed in {SECONDS}s of load (at least {min_writes}"
+                            f" expected; errors: {dict(app.errors)})")
+        if app_errors >= max(writes, 1):
+            failures.append(f"{app_errors} application writes failed and only {writes} committed: "
+                            f"{dict(app.errors)}")
+        if kills < MIN_KILLS or not fired:
+            failures.append(f"{kills} SIGKILLs ({sum(fired.values())} at fault points): at least {MIN_KILLS}, one at "
+                            "a fault point, expected")
 
-        failures = []
         bad = collections.defaultdict(list)
         if p["mode"] == "copy-only":
             rc, out, err = self.clean_run(sc, "copy-only", final_cfg, log)
             # copy-only never deletes, so the source always holds the current version: a conflict is a failure.
             if rc != 0:
                 failures.append(f"the final clean copy-only run ended rc={rc}:\n{tail(err, 3)}")
-            b = check(schema, model, sc.src_db, sc.dst_db, "copy-only-source", kind)
+            b = check(schema, model, sc.src_db, sc.dst_db, "copy-only", kind)
+            b["registry"] += registry_failures(sc.job_schema)
             for k, v in b.items():
                 bad[k] += [f"(after copy-only) {line}" for line in v]
             final_mode = "archive"
@@ -274,6 +355,7 @@ class Chaos(unittest.TestCase):
         ambiguous = any(("after_mark_deleting" in line or "before_delete_commit" in line) and "rc=-9" in line
                         for line in log)
         b = check(schema, model, sc.src_db, sc.dst_db, final_mode, kind, conflicts, ambiguous)
+        b["registry"] += registry_failures(sc.job_schema)
         for k, v in b.items():
             bad[k] += v
         for k in CATEGORIES + ("conflicts", "kept", "blocked", "unarchived_diamond"):
@@ -281,17 +363,19 @@ class Chaos(unittest.TestCase):
         allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
         STATS["rounds"] += 1
         STATS["rounds_single"] += schema.tables == 1
-        what = f"[CHAOS_SEED={SEED} round {i}: {kind}]"
-        summary = ", ".join(f"{k} {len(v)}" for k, v in bad.items() if v) or "ok"
+        what = f"[CHAOS_SEED={seed} round {i}: {kind}]"
+        summary = ", ".join(f"{k} {len(v)}" for k, v in bad.items() if v) or ("failed" if failures else "ok")
         if allowed:
             summary += " (" + ", ".join(f"{k} {len(v)}" for k, v in allowed.items()) + ": allowed, reported)"
         if failures:
             summary += "; " + "; ".join(f.splitlines()[0] for f in failures)
         res = {"round": i, "kind": kind, "writes": writes, "ops": dict(model.writes), "kills": kills,
+               "points": dict(fired), "app_errors": app_errors,
                "failed": bool(failures or any(bad.values())), "summary": summary,
                "seconds": round(time.monotonic() - t0, 1)}
         RESULTS.append(res)
-        print(f"  round {i}: {kind}: {writes} writes, {kills} kills, {res['seconds']}s: {summary}", file=sys.stderr,
+        print(f"  round {i}: {kind}: {writes} writes ({app_errors} failed), {kills} kills ({sum(fired.values())} at "
+              f"{', '.join(sorted(fired)) or 'no fault point'}), {res['seconds']}s: {summary}", file=sys.stderr,
               flush=True)
         if res["failed"]:
             STATS["rounds_failed"] += 1

@@ -50,6 +50,7 @@ KILLS = {"archive": 40, "copy-only": 15, "purge": 15}
 def setUpModule():
     global BIN
     BIN = faultkit.start(BIN)
+    campaignkit.require_fault_hooks(BIN, {p for points in POINTS.values() for p in points})  # no kill may be a no-op
     print(f"\nfault campaign: FAULT_SEED={SEED}, binary {BIN}, servers 127.0.0.1:{os.environ['GA_SOURCE_PORT']} "
           f"(source) and :{os.environ['GA_DEST_PORT']} (destination)", file=sys.stderr, flush=True)
 

@@ -45,7 +45,7 @@ class OwnServers:
         os.environ["GA_HOST"] = "127.0.0.1"
         os.environ["GA_USER"] = "goarchive"
         os.environ["GA_PASSWORD"] = "goarchive-test-pw"  # scripts/servers.sh's test account
-        for var in ("GA_SOURCE_SOCKET", "GA_DEST_SOCKET", "GA_REPLICA_SOCKET", "GOARCHIVE_FAULT"):
+        for var in ("GA_SOURCE_SOCKET", "GA_DEST_SOCKET", "GA_REPLICA_SOCKET", "GOARCHIVE_FAULT", "GOARCHIVE_PAUSE"):
             os.environ.pop(var, None)
 
     def start(self, path):
@@ -96,6 +96,27 @@ class OwnServers:
             time.sleep(1)
         atexit.register(lambda: os.path.exists(dest) and os.unlink(dest))
         return dest
+
+
+def require_fault_hooks(bin_path, points):
+    """Raises unless the binary at BIN_PATH has the fault hooks and knows every one of POINTS: a binary built
+    without them refuses GOARCHIVE_FAULT with "this build has no fault hooks" (and an old one ignored it, exit 0),
+    and a suite that kills at fault points would otherwise count runs nothing killed as clean ones. Returns the
+    binary's known points."""
+    probe = "no_such_fault_point"
+    r = subprocess.run([bin_path, "version"], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, GOARCHIVE_FAULT=probe))
+    marker = "the known points: "
+    if r.returncode != 2 or f'unknown fault point "{probe}"' not in r.stderr or marker not in r.stderr:
+        raise RuntimeError(f"{bin_path} has no usable fault hooks (GOARCHIVE_FAULT={probe} gave rc={r.returncode}, "
+                           f"expected 2 and the known points):\n{r.stderr.strip()}\nBuild it with "
+                           "-DCMAKE_BUILD_TYPE=Debug (or -DGOARCHIVE_FAULT_HOOKS=ON).")
+    known = {p.strip() for p in r.stderr.split(marker, 1)[1].splitlines()[0].split(",")}
+    missing = sorted(set(points) - known)
+    if missing:
+        raise RuntimeError(f"{bin_path} does not know the fault points {', '.join(missing)} this suite kills at "
+                           f"(it knows: {', '.join(sorted(known))})")
+    return known
 
 
 # -- goarchive ------------------------------------------------------------------------------------------------------
