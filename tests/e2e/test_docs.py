@@ -2,7 +2,9 @@
 """The documentation keeps up with the code.
 
 - every command and every flag that `goarchive <command> --help` prints is in man/goarchive.1;
-- every config key that lib/config/config.cpp reads is in man/goarchive.toml.5;
+- every config key that lib/config/ reads has its own entry in man/goarchive.toml.5 (a .TP heading naming it, not
+  a mention in passing), and every key an entry documents is one the loader reads, accepted (not refused as an
+  unknown key) by `goarchive plan` in the table whose section documents it;
 - every GOARCHIVE_* environment variable that lib/ reads is in man/goarchive.1;
 - `man --warnings` renders both pages without a warning;
 - README.md starts with the two commands `scripts/demo.sh` and `scripts/test.sh`.
@@ -13,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -23,8 +26,6 @@ MAN5 = ROOT / "man" / "goarchive.toml.5"
 CONFIG_DIR = ROOT / "lib" / "config"  # the loader's sources read every key
 README = ROOT / "README.md"
 
-# Reader calls in config.cpp that name a key: r.string("host"), top.subtable("source"), r.get("relations"), ...
-KEY_CALL = re.compile(r'\b\w+\s*\.\s*(?:string|integer|number|boolean|string_list|subtable|get)\s*\(\s*"([^"]+)"')
 # GOARCHIVE_* names as string literals in lib/ (compile-time macros are not quoted, so they do not match).
 ENV_LITERAL = re.compile(r'"(GOARCHIVE_[A-Z0-9_]*)"')
 # Suffixes appended to the GOARCHIVE_SOURCE_/GOARCHIVE_DESTINATION_ prefixes: take("HOST", ...).
@@ -83,8 +84,97 @@ def commands_and_flags():
     return out
 
 
-def config_keys():
-    return sorted(set(k for f in sorted(CONFIG_DIR.glob("*.cpp")) for k in KEY_CALL.findall(f.read_text(encoding="utf-8"))))
+# Reader calls that read a value (not subtable(), which opens a section): the keys a table's entries document.
+VALUE_CALL = re.compile(r'\b\w+\s*\.\s*(?:string|integer|number|boolean|string_list|get)\s*\(\s*"([^"]+)"')
+SECTION_CALL = re.compile(r'\b\w+\s*\.\s*subtable\s*\(\s*"([^"]+)"')
+
+
+def loader_names(pattern):
+    return sorted(set(k for f in sorted(CONFIG_DIR.glob("*.cpp")) for k in pattern.findall(f.read_text(encoding="utf-8"))))
+
+
+# The TOML table(s) each section of goarchive.toml(5) documents; sections not named here document no keys.
+SECTION_TABLES = {"[source] AND [destination]": ["source", "destination"], "[processing]": ["processing"],
+                  "[verification]": ["verification"], "[replication]": ["replication"], "[throttle]": ["throttle"],
+                  "[logging]": ["logging"], "[jobs.NAME]": ["jobs.j"],
+                  "[[jobs.NAME.relations]]": ["jobs.j.relations"]}
+ROFF_ARG = re.compile(r'"([^"]*)"|(\S+)')
+
+
+def heading_keys(line):
+    """The keys an entry heading names: `.B key`, `.BR key " (type)"`, `.BR a ", " b " (type)"`: the bold words
+    before the first parenthesis ("" when the heading names no key, e.g. a value or a SQL phrase)."""
+    macro, _, rest = line.partition(" ")
+    args = [m.group(1) if m.group(1) is not None else m.group(2) for m in ROFF_ARG.finditer(rest)]
+    if macro == ".B":
+        args = [" ".join(args)]
+    elif macro != ".BR":
+        return []
+    keys = []
+    for i, arg in enumerate(args):
+        if i % 2:  # roman: only ", " between keys; anything else ends the list
+            if arg.strip() != ",":
+                break
+            continue
+        keys.append(arg)
+    return [k for k in keys if re.fullmatch(r"[a-z][a-z0-9_]*", k)]
+
+
+def man5_entries():
+    """{(toml table, key): the entry's heading} of every key goarchive.toml(5) gives an entry: the line after a .TP
+    at the page's own indentation (the values of a key, inside .RS/.RE, are not keys) in a section that documents a
+    table (SECTION_TABLES); "Only in [destination]:" narrows [source] AND [destination] to the destination (and a
+    later "Only in [source]:" to the source)."""
+    out = {}
+    tables, section_tables, depth, after_tp, only_in = None, None, 0, False, False
+    for line in MAN5.read_text(encoding="utf-8").replace("\\-", "-").splitlines():
+        if line.startswith(".SH "):
+            tables = section_tables = SECTION_TABLES.get(line[4:].strip().strip('"'))
+            depth = 0
+        elif line.startswith(".SS "):
+            tables = None  # a subsection is prose about the section (Diamonds, References from outside the job)
+        elif line.startswith(".RS"):
+            depth += 1
+        elif line.startswith(".RE"):
+            depth -= 1
+        elif line.startswith("Only in"):
+            only_in = True
+            continue
+        elif only_in and section_tables:
+            named = [t for t in section_tables if f"[{t}]" in line]
+            tables = named or section_tables
+        elif after_tp and tables and depth == 0:
+            for key in heading_keys(line):
+                for t in tables:
+                    out[(t, key)] = line
+        only_in = False
+        after_tp = line.startswith(".TP")
+    return out
+
+
+def toml_with(table, key, value):
+    """A config that plan accepts (a job j of one table r) with KEY = VALUE added to TABLE."""
+    sections = {"source": ['host = "127.0.0.1"', 'user = "u"', 'password = "p"', 'database = "s"'],
+                "destination": ['host = "127.0.0.1"', 'user = "u"', 'password = "p"', 'database = "d"'],
+                "jobs.j": ['root_table = "r"', 'where = "id < 10"']}
+    sections.setdefault(table, []).append(f"{key} = {value}")
+    text = []
+    for name, lines in sections.items():
+        text.append(f"[[{name}]]" if name == "jobs.j.relations" else f"[{name}]")
+        text += lines
+        if name == "jobs.j.relations":
+            text += ['table = "c"', 'foreign_key = "rid"']
+    return "\n".join(text) + "\n"
+
+
+def plan_with(table, key, value):
+    """(rc, stderr) of `goarchive plan` on toml_with(TABLE, KEY, VALUE)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml") as f:
+        f.write(toml_with(table, key, value))
+        f.flush()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GOARCHIVE_")}
+        proc = subprocess.run([BIN, "plan", "-c", f.name], capture_output=True, text=True, timeout=30, env=env)
+        return proc.returncode, proc.stderr
 
 
 def environment_variables():
@@ -130,15 +220,52 @@ class CommandsAndFlags(unittest.TestCase):
 
 
 class ConfigKeys(unittest.TestCase):
-    def test_every_config_key_is_in_goarchive_toml_5(self):
-        keys = config_keys()
-        # Guards the regex: config.cpp reads far more keys than this.
-        self.assertGreater(len(keys), 30, f"only {keys} found in {CONFIG_DIR}; has the Reader API changed?")
+    @classmethod
+    def setUpClass(cls):
+        cls.keys = set(loader_names(VALUE_CALL))
+        cls.entries = man5_entries()
+        cls.documented = {k for _, k in cls.entries}
+
+    def test_the_sources_and_the_page_were_parsed(self):
+        # Guards the regexes: the loader reads far more keys than this, and the page documents them.
+        self.assertGreater(len(self.keys), 30, f"only {sorted(self.keys)} found in {CONFIG_DIR}; has the Reader API "
+                                               "changed?")
         for expected in ("host", "batch_size", "foreign_key", "job_schema", "relations", "method"):
-            self.assertIn(expected, keys)
-        man5 = roff_text(MAN5)
-        missing = [k for k in keys if not mentions(man5, k)]
-        self.assertEqual(missing, [], f"config keys missing from {MAN5}")
+            self.assertIn(expected, self.keys)
+        for section in ("source", "processing", "jobs", "logging"):
+            self.assertIn(section, loader_names(SECTION_CALL))
+        for expected in (("source", "host"), ("destination", "job_schema"), ("processing", "batch_size"),
+                         ("jobs.j", "batch_size"), ("jobs.j.relations", "foreign_key"), ("source", "tls_key"),
+                         ("replication", "servers"), ("logging", "file")):
+            self.assertIn(expected, self.entries)
+        for not_a_key in (("source", "job_schema"), ("source", "disabled"), ("source", "verify-ca")):
+            self.assertNotIn(not_a_key, self.entries)
+
+    def test_every_config_key_has_its_own_entry_in_goarchive_toml_5(self):
+        missing = sorted(self.keys - self.documented)
+        self.assertEqual(missing, [], f"config keys the loader reads without an entry (.TP heading) in {MAN5}")
+
+    def test_every_documented_key_is_read_by_the_loader(self):
+        unknown = sorted(self.documented - self.keys)
+        self.assertEqual(unknown, [], f"keys {MAN5} documents that {CONFIG_DIR} never reads")
+
+    def test_every_documented_key_is_accepted_in_its_table(self):
+        if not os.access(BIN, os.X_OK):
+            raise AssertionError(f"no goarchive binary at {BIN}; build it or set GOARCHIVE_BIN")
+        # The probe is not blind: a key nobody reads is refused in each table, and the base config is accepted.
+        for table in SECTION_TABLES.values():
+            rc, err = plan_with(table[0], "no_such_key", "1")
+            self.assertIn("unknown key", err, f"[{table[0]}] no_such_key = 1 was not refused: rc={rc}")
+        rc, err = plan_with("jobs.j", "primary_key", '"id"')
+        self.assertEqual(rc, 0, err)
+        refused = []
+        for (table, key), heading in sorted(self.entries.items()):
+            # Any value: a key the loader reads is read (and its value judged) before unknown keys are refused.
+            value = "[{}]" if "array of tables" in heading else "1"
+            rc, err = plan_with(table, key, value)
+            if "unknown key" in err:
+                refused.append(f"[{table}] {key}: {err.strip()}")
+        self.assertEqual(refused, [], f"keys {MAN5} documents in a table whose loader refuses them")
 
     def test_every_environment_variable_is_in_goarchive_1(self):
         names = environment_variables()
