@@ -66,6 +66,8 @@ from chaoskit import (ALLOWED, CATEGORIES, POINTS, STATS, App, Model, Schema, ch
 import gatest  # noqa: E402
 from scenario import BIN, Scenario  # noqa: E402
 
+q = gatest.quote_ident
+
 MODES = ["archive", "copy-only", "purge"]
 KEYS = ["int", "composite", "varchar"]
 VERIFICATIONS = ["sha256", "count", "none"]
@@ -407,7 +409,8 @@ class Chaos(unittest.TestCase):
 
 
 class OracleSanity(unittest.TestCase):
-    """The check is not blind: one quiet archive round, then rows corrupted by hand, each reported."""
+    """The check is not blind: quiet archive, purge and copy-only rounds, then rows corrupted by hand in every table
+    (lost, changed, duplicated or misplaced, orphaned), each reported."""
 
     def test_groups_join_through_a_chain(self):
         """The oracle's union-find keeps a chain of joins one group, also after a find halves the path."""
@@ -451,12 +454,116 @@ class OracleSanity(unittest.TestCase):
         sc.dst(f"UPDATE r SET payload = 'corrupt' WHERE {w}", archived[2])  # stale
         row = model.rows["r"][kept[0]]
         sc.dst(f"INSERT INTO r ({', '.join(schema.cols['r'])}) VALUES ({', '.join(['%s'] * len(row))})", row)  # dup
+        each = self.corrupt_each_table(sc, "destination", schema, {"r": set(archived[:3]) | {kept[0]}})
         bad = check(schema, model, sc.src_db, sc.dst_db, "archive", "sanity")
         print("\n" + report(bad, "hand-corrupted destination (expected findings)", limit=3), file=sys.stderr)
         for k in ("lost", "stale", "duplicated", "orphans"):
             self.assertTrue(bad.get(k), f"the check missed the {k} row: {dict(bad)}")
         self.assertTrue(any(str(archived[1]) in line for line in bad["lost"]), bad["lost"])
         self.assertTrue(any(str(kept[0]) in line for line in bad["duplicated"]), bad["duplicated"])
+        self.assert_each_table_reported(bad, each)
+
+    def quiet_round(self, tag, mode, key):
+        """A short burst of application writes, then one clean MODE run; asserts the oracle finds nothing. Returns
+        (schema, model, scenario, eligible root keys, root keys that are not eligible)."""
+        rng = random.Random(f"{SEED}:sanity-{tag}")
+        schema = Schema(key, False)
+        sc = Scenario(self, f"chaossanity{tag}")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+        model = Model(schema)
+        load(schema, model, sc.src_db, rng, 60)
+        cfg = sc.config({"j": schema.job()}, processing={"batch_size": 7, "delete_batch_size": 3})
+        app = App(model, sc.src_db, f"{SEED}:sanity-{tag}", threads=2)
+        app.start()
+        time.sleep(1.5)
+        app.finish()
+        self.assertGreater(sum(model.writes.values()), 0, "the application wrote nothing")
+        rc, out, err = run(BIN, [mode, "-c", cfg, "-j", "j", "--no-progress"])
+        self.assertEqual(rc, 0, err)
+        clean = check(schema, model, sc.src_db, sc.dst_db, mode, "sanity")
+        self.assertFalse(any(clean.values()), report(clean, f"a quiet {mode}"))
+        self.assertEqual(registry_failures(sc.job_schema), [])
+        cold = schema.cols["r"].index("cold")
+        # eligible roots with children first: their c rows are the ones corrupted below
+        parents = {schema.parent_of("c", row) for row in model.rows["c"].values()}
+        eligible = sorted((k for k, row in model.rows["r"].items() if row[cold] == 1), key=lambda k: k not in parents)
+        kept = sorted((k for k, row in model.rows["r"].items() if row[cold] == 0), key=lambda k: k not in parents)
+        self.assertTrue(len(eligible) >= 3 and len(kept) >= 3)
+        return schema, model, sc, eligible, kept
+
+    def corrupt_each_table(self, sc, server, schema, avoid):
+        """One row of every table on SERVER (none of AVOID's {table: keys}) changed by hand: the oracle must report
+        each as stale, so it cannot skip a table. Returns {table: key}."""
+        out = {}
+        db, sql = (sc.src_db, sc.src) if server == "source" else (sc.dst_db, sc.dst)
+        for t in schema.TABLES:
+            pk = ", ".join(q(c) for c in schema.pk[t])
+            keys = [tuple(r) for r in gatest.sql(server, f"SELECT {pk} FROM {q(db)}.{q(t)} ORDER BY {pk}")]
+            out[t] = next(k for k in reversed(keys) if k not in avoid.get(t, ()))
+            sql(f"UPDATE {q(t)} SET payload = %s WHERE {schema.kwhere(t)}", (f"corrupt-{t}", *out[t]))
+        return out
+
+    def assert_each_table_reported(self, bad, corrupted):
+        for t, key in corrupted.items():
+            self.assertTrue(any(line.startswith(f"{t} {key}:") and f"corrupt-{t}" in line for line in bad["stale"]),
+                            f"the check missed the changed {t} row {key}: {dict(bad)}")
+
+    def insert(self, sc, server, schema, t, row):
+        sql = sc.src if server == "source" else sc.dst
+        sql(f"INSERT INTO {t} ({', '.join(schema.cols[t])}) VALUES ({', '.join(['%s'] * len(row))})", row)
+
+    def child_of(self, schema, model, rk):
+        return next(k for k, row in sorted(model.rows["c"].items()) if schema.parent_of("c", row) == rk)
+
+    def test_purge_corruption_is_reported(self):
+        """Purge: a row that must stay lost from the source, a kept row changed there, an eligible root back in the
+        source, a kept row copied to the destination: each reported."""
+        schema, model, sc, eligible, kept = self.quiet_round("purge", "purge", "int")
+        w = schema.kwhere
+        lost = self.child_of(schema, model, kept[0])
+        sc.src(f"DELETE FROM c WHERE {w('c')}", lost)  # lost (its g rows go along: no database foreign keys)
+        sc.src(f"DELETE FROM g WHERE ({', '.join(schema.fk['g'])}) = ({', '.join(['%s'] * len(lost))})", lost)
+        sc.src(f"UPDATE r SET payload = 'corrupt' WHERE {w('r')}", kept[1])  # stale
+        self.insert(sc, "source", schema, "r", model.rows["r"][eligible[0]])  # not purged
+        self.insert(sc, "destination", schema, "r", model.rows["r"][kept[2]])  # a second copy, in the destination
+        each = self.corrupt_each_table(sc, "source", schema, {"r": {kept[1], eligible[0], kept[2]}, "c": {lost}})
+        bad = check(schema, model, sc.src_db, sc.dst_db, "purge", "sanity")
+        print("\n" + report(bad, "hand-corrupted purge (expected findings)", limit=3), file=sys.stderr)
+        self.assertTrue(any(str(lost) in line for line in bad["lost"]), dict(bad))
+        self.assertTrue(any(str(kept[1]) in line and "corrupt" in line for line in bad["stale"]), dict(bad))
+        self.assertTrue(any(str(eligible[0]) in line for line in bad["unarchived"]), dict(bad))
+        self.assertTrue(any(str(kept[2]) in line for line in bad["misplaced"]), dict(bad))
+        self.assert_each_table_reported(bad, each)
+
+    def test_copy_only_corruption_is_reported(self):
+        """Copy-only: a source row lost, an archived copy lost, an archived copy gone stale, a row that is not
+        eligible copied, a row the application deleted still archived, and an orphaned copy: each reported."""
+        schema, model, sc, eligible, kept = self.quiet_round("copy", "copy-only", "composite")
+        w = schema.kwhere
+        sc.src(f"DELETE FROM r WHERE {w('r')}", eligible[0])  # lost from the source (its copy stays)
+        gone = self.child_of(schema, model, eligible[1])
+        sc.dst(f"DELETE FROM c WHERE {w('c')}", gone)  # an archived copy lost (its g copies orphaned)
+        sc.dst(f"UPDATE r SET payload = 'corrupt' WHERE {w('r')}", eligible[2])  # stale copy
+        self.insert(sc, "destination", schema, "r", model.rows["r"][kept[0]])  # not eligible, copied
+        deleted = next(iter(model.deleted["c"]), None)
+        each = self.corrupt_each_table(sc, "destination", schema, {"r": {eligible[0], eligible[2], kept[0]},
+                                                                   "c": {gone}})
+        bad = check(schema, model, sc.src_db, sc.dst_db, "copy-only", "sanity")
+        print("\n" + report(bad, "hand-corrupted copy-only (expected findings)", limit=3), file=sys.stderr)
+        self.assertTrue(any(str(eligible[0]) in line for line in bad["lost"]), dict(bad))
+        self.assertTrue(any(str(gone) in line for line in bad["uncopied"]), dict(bad))
+        self.assertTrue(any(str(eligible[2]) in line and "corrupt" in line for line in bad["stale"]), dict(bad))
+        self.assertTrue(any(str(kept[0]) in line for line in bad["misplaced"]), dict(bad))
+        self.assert_each_table_reported(bad, each)
+        if model.rows["g"] and any(schema.parent_of("g", row) == gone for row in model.rows["g"].values()):
+            self.assertTrue(bad["orphans"], dict(bad))
+        if deleted is not None:  # a stale copy of a deleted row: put one back and it is reported
+            row = next(iter(model.rows["c"].values()))
+            self.insert(sc, "destination", schema, "c", (*deleted, *row[len(deleted):]))
+            bad = check(schema, model, sc.src_db, sc.dst_db, "copy-only", "sanity")
+            self.assertTrue(any(str(deleted) in line and "deleted by the application" in line
+                                for line in bad["stale"]), dict(bad))
 
     def test_diamond_corruption_is_reported(self):
         """Diamond: a quiet archive round holds blocked roots (joined to a root that is not eligible), which the
