@@ -60,6 +60,7 @@ unsigned BatchLog::mark_deleting(const Batch& batch, db::Connection& conn) const
 void BatchLog::adopt(Batch& batch, unsigned recorded_version) const {
   db::Transaction tx(m_ctx.dst);
   batch.version = m_ctx.registry.adopt(m_ctx.dst, batch.id, m_ctx.run_id, batch.no, recorded_version);
+  fault::point("before_adopt_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
 }

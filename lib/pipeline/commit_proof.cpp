@@ -7,6 +7,7 @@
 
 #include "plan/sql.h"
 #include "util/error.h"
+#include "util/fault.h"
 
 namespace goarchive::pipeline {
 
@@ -42,6 +43,7 @@ bool CommitProof::start(const std::string& source_db) {
           "batch_id BIGINT UNSIGNED NOT NULL, created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) "
           "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='goarchive: proofs that a delete committed, goarchive(1)'",
           m_table));
+      fault::point("after_proof_table");
     }
     // The statements of a delete transaction, tried and rolled back: the privileges and the table's shape.
     db::Transaction probe(m_ctx.src);

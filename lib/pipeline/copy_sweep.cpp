@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "util/fault.h"
+
 namespace goarchive::pipeline {
 
 bool CopySweep::run() {
@@ -61,6 +63,7 @@ void CopySweep::sweep(const std::vector<tracking::RootKey>& marks) {
   if (hashes.empty()) return;
   if (!stale.empty()) m_writer.remove_tree_copies(archive, stale);
   m_ctx.registry.unmark(m_ctx.dst, m_ctx.job_id, hashes);
+  fault::point("before_sweep_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
   if (kept) {

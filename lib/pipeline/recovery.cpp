@@ -5,6 +5,7 @@
 
 #include "pipeline/commit_proof.h"
 #include "pipeline/rows.h"
+#include "util/fault.h"
 
 namespace goarchive::pipeline {
 
@@ -103,6 +104,7 @@ bool Recovery::run(unsigned& batch_no) {
       if (batch.unproven) prove(batch);
     }
   }
+  fault::point("recovery_adopted");
   for (Batch& batch : batches) {
     if (!batch.unproven && !batch.delete_committed) m_stages.remove_copy(batch);
   }

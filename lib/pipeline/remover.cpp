@@ -95,6 +95,7 @@ bool Remover::delete_returning(Batch& batch) const {
   std::string why;
   try {
     done = m_returning.run(batch, why);
+    fault::point("after_returning_delete");
     if (done && m_ctx.definitions) {
       // The deletes hold the table's metadata lock: a definition still the run's start's cannot change now.
       if (auto changed = m_ctx.definitions->check(m_ctx.src, m_ctx.tables)) {

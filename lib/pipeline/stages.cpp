@@ -62,6 +62,7 @@ void Stages::remove_copy(Batch& batch) {
   if (!m_ctx.copies()) return;
   db::Transaction tx(m_ctx.dst);
   m_writer.remove_tree_copies(batch, all_roots(batch));
+  fault::point("before_remove_copy_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
 }
@@ -142,6 +143,7 @@ void Stages::park_conflict(Batch& batch, const RowConflict& e) {
   {
     db::Transaction tx(m_ctx.dst);
     m_ctx.registry.add_conflicts(m_ctx.dst, m_ctx.job_id, batch.id, {batch.roots[r]});
+    fault::point("before_conflict_commit");
     m_ctx.hooks.before_commit();
     tx.commit();
   }

@@ -18,15 +18,17 @@ BATCH = 7            # 5 batches (7, 7, 7, 7, 2)
 PROCESSING = {"batch_size": BATCH, "delete_batch_size": 4}
 
 # (point, n) per mode. n = 1 is the first batch, n = 2 a later one (state left by a finished batch before it).
-ARCHIVE_POINTS = [("creating_schema", 1), ("after_locks", 1)] + [
-    (p, n) for p in ("before_copy_commit", "after_copy_commit", "after_verify", "after_mark_deleting",
-                     "before_delete_commit", "after_delete_commit", "after_batch") for n in (1, 2)] + [
+ARCHIVE_POINTS = [("creating_schema", 1), ("after_locks", 1), ("after_proof_table", 1)] + [
+    (p, n) for p in ("after_read", "before_copy_commit", "after_copy_commit", "after_verify", "delete_start",
+                     "after_returning_delete", "after_mark_deleting", "before_delete_commit", "after_delete_commit",
+                     "after_batch") for n in (1, 2)] + [
     ("after_delete_commit", 5), ("after_batch", 5)]
 COPY_ONLY_POINTS = [("creating_schema", 1), ("after_locks", 1)] + [
     (p, n) for p in ("before_copy_commit", "after_copy_commit", "after_verify", "after_batch") for n in (1, 2)] + [
     ("after_batch", 5)]
 PURGE_POINTS = [("creating_schema", 1), ("after_locks", 1)] + [
-    (p, n) for p in ("before_delete_commit", "after_delete_commit", "after_batch") for n in (1, 2)] + [
+    (p, n) for p in ("after_read", "delete_start", "before_delete_commit", "after_delete_commit", "after_batch")
+    for n in (1, 2)] + [
     ("after_batch", 5)]
 
 
@@ -127,6 +129,72 @@ class CrashTest(unittest.TestCase):
         sc.assert_invariant(before, SHOP_RELATIONS)
         self.assertEqual(sc.count("destination", "orders"), ROOTS)
         self.assert_registry_clean(sc, cfg, "archive")
+
+    def test_archive_crash_at_each_commit_of_a_recovery(self):
+        """A recovery commits too: the adoption of each unfinished batch, the removal of the copy of one whose
+        delete never committed. A kill at each, after the crash that left the batches, then a clean rerun."""
+        sc, cfg, before = self.setup_shop("crash_rc")
+        pause = os.path.join(sc.tmp, "pause")
+        open(pause, "w").close()   # batch 1's delete waits at its start: both batches stay copied
+        r = sc.job("archive", cfg, "old", env={"GOARCHIVE_PAUSE": f"delete_start:1:{pause}",
+                                               "GOARCHIVE_FAULT": "after_copy_commit:2"})
+        self.assertEqual(r.rc, -9, r)
+        self.assertEqual(sc.unfinished(), 2 * BATCH)
+        for fault in ("before_adopt_commit:2", "recovery_adopted", "before_remove_copy_commit:2"):
+            r = sc.job("archive", cfg, "old", env={"GOARCHIVE_FAULT": fault})
+            self.assertEqual(r.rc, -9, f"the fault {fault} was not hit: {r}")
+            self.assertIn("recovery start", r.err)
+        r = sc.job("archive", cfg, "old")
+        self.assertEqual(r.rc, 0, r)
+        sc.assert_invariant(before, SHOP_RELATIONS)
+        self.assertEqual(sc.count("destination", "orders"), ROOTS)
+        self.assert_nothing_duplicated(sc)
+        self.assert_registry_clean(sc, cfg, "archive")
+
+    def test_archive_crash_at_a_parked_conflicts_commit(self):
+        """A row already archived with other content makes its root a conflict, recorded in a transaction of its
+        own; a kill before that commit leaves nothing: the rerun records it again, and archives the rest."""
+        sc, cfg, before = self.setup_shop("crash_cf")
+        root = min(k[0] for k in before["orders"] if k[0] % 2 == 0)
+        # One of the root's items is archived already, with another quantity (orders itself is not).
+        item = sc.src("SELECT id, order_id, sku, qty + 1, price FROM order_items WHERE order_id = %s ORDER BY id "
+                      "LIMIT 1", (root,))[0]
+        sc.dst("SET STATEMENT foreign_key_checks = 0 FOR INSERT INTO order_items VALUES (%s, %s, %s, %s, %s)", item)
+        r = sc.job("archive", cfg, "old", env={"GOARCHIVE_FAULT": "before_conflict_commit"})
+        self.assertEqual(r.rc, -9, r)
+        self.assertEqual(sc.unfinished(), 0)
+        r = sc.job("archive", cfg, "old")
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("1 root(s) are in conflict", r.out)
+        src = sc.snapshot(SHOP_TABLES)
+        self.assertEqual(src["orders"][(root,)], before["orders"][(root,)])
+        self.assertEqual({k[0] for k in sc.rows("destination", "orders")},
+                         {k[0] for k in before["orders"] if k[0] % 2 == 0} - {root})
+        self.assert_nothing_duplicated(sc)
+
+    def test_copy_only_crash_at_the_sweeps_commit(self):
+        """copy-only's sweep removes a copy that went stale (its root changed in the source) and forgets its mark
+        in one commit; a kill before it leaves the stale copy and its mark, and the rerun sweeps and copies it."""
+        sc, cfg, before = self.setup_shop("crash_sw")
+        r = sc.job("copy-only", cfg, "old")
+        self.assertEqual(r.rc, 0, r)
+        root = min(k[0] for k in before["orders"] if k[0] % 2 == 0)
+        item = sc.src("SELECT MIN(id) FROM order_items WHERE order_id = %s", (root,))[0][0]
+        sc.src("UPDATE order_items SET qty = qty + 5 WHERE id = %s", (item,))
+        now = sc.snapshot(SHOP_TABLES)
+        r = sc.job("copy-only", cfg, "old", env={"GOARCHIVE_FAULT": "before_sweep_commit"})
+        self.assertEqual(r.rc, -9, r)
+        self.assertNotEqual(sc.rows("destination", "order_items")[(item,)], now["order_items"][(item,)])
+        r = sc.job("copy-only", cfg, "old")
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(sc.snapshot(SHOP_TABLES), now, "copy-only changed the source")
+        dst = {t: sc.rows("destination", t) for t in SHOP_TABLES}
+        for t in SHOP_TABLES:
+            for k, row in dst[t].items():
+                self.assertEqual(row, now[t][k], f"{t} {k}: the copy is not the source's current version")
+        self.assertEqual(set(dst["orders"]), {k for k in before["orders"] if k[0] % 2 == 0})
+        self.assert_nothing_duplicated(sc)
+        self.assert_registry_clean(sc, cfg, "copy-only")
 
     def test_recovery_of_two_copied_batches_after_a_child_moved_between_them(self):
         """Killed while batch 1's delete waited at its start and batch 2's copy had committed: both are
