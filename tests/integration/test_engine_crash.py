@@ -196,6 +196,27 @@ class CrashTest(unittest.TestCase):
         self.assert_nothing_duplicated(sc)
         self.assert_registry_clean(sc, cfg, "copy-only")
 
+    def test_archive_killed_after_the_locked_read(self):
+        """A relation declared only in the config takes the locked way (no one pass): a kill after its locked
+        re-read, in the first and in a later batch, then a rerun."""
+        for n in (1, 2):
+            sc = Scenario(self, f"crash_lr{n}")
+            sc.both("CREATE TABLE p (id INT PRIMARY KEY, old TINYINT NOT NULL) ENGINE=InnoDB")
+            sc.both("CREATE TABLE c (id INT PRIMARY KEY, p_id INT NOT NULL, KEY (p_id)) ENGINE=InnoDB")
+            sc.src("INSERT INTO p SELECT seq, seq % 2 FROM seq_1_to_30")
+            sc.src("INSERT INTO c SELECT seq, 1 + (seq - 1) DIV 3 FROM seq_1_to_90")
+            before = sc.snapshot(["p", "c"])
+            cfg = sc.config({"j": {"root_table": "p", "where": "old = 1",
+                                   "relations": [{"table": "c", "foreign_key": "p_id"}]}},
+                            processing={"batch_size": 4})
+            r = sc.job("archive", cfg, env={"GOARCHIVE_FAULT": f"after_locked_read:{n}"})
+            self.assertEqual(r.rc, -9, f"the fault after_locked_read:{n} was not hit: {r}")
+            r = sc.job("archive", cfg)
+            self.assertEqual(r.rc, 0, r)
+            sc.assert_invariant(before, [("c", ["p_id"], "p", ["id"])])
+            self.assertEqual(set(sc.rows("destination", "p")), {(i,) for i in range(1, 31, 2)})
+            self.assertEqual(sc.unfinished(), 0)
+
     def test_recovery_of_two_copied_batches_after_a_child_moved_between_them(self):
         """Killed while batch 1's delete waited at its start and batch 2's copy had committed: both are
         copied, neither delete committed. The application then moves a child from a root of batch 2 to one of
