@@ -4,7 +4,8 @@ MariaDB 10.11 has, with extreme and odd values, whatever the option files and th
 
 Every run archives rows of one category of types (numeric, temporal, strings and character sets, bytes of 8-bit
 character sets that have no Unicode character, misc (ENUM, SET, JSON, INET4/INET6/UUID, COMPRESSED columns),
-spatial, stored values strict mode refuses) and then checks the data invariant with checksums each server computes
+spatial, stored values strict mode refuses, keys of odd types, composite keys and foreign keys with latin1 and sjis
+strings) and then checks the data invariant with checksums each server computes
 on its own stored bytes (gatest.stored_checksums / stored_forms: HEX of the bytes, the shortest round-trip text
 of a FLOAT as a DOUBLE, ENUM index and bytes, ...), never with values decoded by pymysql: every original row is
 in exactly one of source or destination, byte-identical, and the rows the job matches are in the destination.
@@ -49,17 +50,15 @@ OWN = campaignkit.OwnServers("TYPES", "/tmp/ga-types", 33306, forbidden=FORBIDDE
                              refusal="the type-fidelity suite changes server globals: it must not run on another "
                                      "suite's ports")
 
-# The tests that fail on today's engine (main at 6941561): (class name, test name). Remove an entry when its fix
+# The tests that fail on today's engine (main at 370c9ae): (class name, test name). Remove an entry when its fix
 # lands (an unexpected success fails the suite, so a stale entry is noticed).
 EXPECTED_FAILURES = (
-    {("TestFindings", t) for t in ("test_float_exact", "test_defaults_file_charset",
-                                   "test_invalid_stored_values_copy", "test_enum_key_refused")}
-    # FLOAT read with 6 digits; ENUM index 0 and invalid dates refused by the strict copy; spatial refused by
-    # preflight; bytes without a Unicode character become '?'
+    # an ENUM('','x') holding index 0 arrives as index 1 (its real '' member)
+    {("TestFindings", "test_invalid_stored_values_copy")}
+    # a row IN list of utf8mb4 literals does not find latin1/sjis keys: the sjis read-back finds 0 rows (exit 1),
+    # the latin1 composite foreign key leaves the children of archived roots behind as orphans (exit 0)
     | {(f"TypeFidelity_{s}", f"test_{c}_{v}") for s in ("plain", "defaults_file", "globals_a", "globals_b")
-       for c in ("numeric", "invalid_stored", "spatial", "unmappable") for v in ("sha256", "count")}
-    # default-character-set = utf8 in the defaults_file: 4-byte characters become '?'
-    | {("TypeFidelity_defaults_file", f"test_{c}_{v}") for c in ("strings", "misc") for v in ("sha256", "count")}
+       for c in ("invalid_stored", "sjis_composite_key", "latin1_composite_fk") for v in ("sha256", "count")}
 )
 if os.environ.get("TYPES_NO_XFAIL"):  # every test plain: what passes and what fails on this binary, with the reasons
     EXPECTED_FAILURES = set()
@@ -375,7 +374,73 @@ UNMAPPABLE = Category(
     exact={("t_raw", 1, "w1251"): ALL_BYTES.hex().upper(), ("t_raw", 1, "hebrew"): ALL_BYTES.hex().upper(),
            ("t_raw", 1, "asc8"): ALL_BYTES.hex().upper(), ("t_raw", 1, "ucs2"): "D800"})
 
-CATEGORIES = [NUMERIC, TEMPORAL, STRINGS, UNMAPPABLE, MISC, SPATIAL, INVALID]
+# Keys of odd types: a composite primary key of a utf8mb4_bin string (4-byte characters), a DATETIME(6), a
+# DECIMAL(65,30) and a VARBINARY (0x00 and trailing 0x20 bytes), walked two roots per batch, and a child that
+# references all four columns: the keyset walk, the child discovery and the delete by key meet them all.
+KEY_COLS = """k_str VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, k_dt DATETIME(6) NOT NULL,
+  k_dec DECIMAL(65,30) NOT NULL, k_bin VARBINARY(8) NOT NULL, v INT NOT NULL, u8 VARCHAR(10) CHARACTER SET utf8mb4,
+  PRIMARY KEY (k_str, k_dt, k_dec, k_bin)"""
+KEY_CHILD_COLS = """id INT PRIMARY KEY, p_str VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  p_dt DATETIME(6) NOT NULL, p_dec DECIMAL(65,30) NOT NULL, p_bin VARBINARY(8) NOT NULL,
+  KEY (p_str, p_dt, p_dec, p_bin)"""
+
+
+def key_rows():
+    roots, children = [], []
+    combos = [(s_, d, n, k) for s_ in (EMOJI, "\\'", "a", "A")
+              for d in ("1000-01-01 00:00:00.000001", "9999-12-31 23:59:59.999999")
+              for n in ("-0.000000000000000000000000000001",
+                        "99999999999999999999999999999999999.999999999999999999999999999999")
+              for k in (b"\x00", b"\x00\x00", b"\xff\x20")]
+    for v, (s_, d, n, k) in enumerate(combos, start=1):
+        roots.append(dict(k_str=u(s_), k_dt=f"'{d}'", k_dec=f"'{n}'", k_bin=b(k), v=str(v), u8=u(EMOJI + s_)))
+        if v % 3 == 0:
+            children.append(dict(id=str(v), p_str=u(s_), p_dt=f"'{d}'", p_dec=f"'{n}'", p_bin=b(k)))
+    return {"t_keys": roots, "t_keys_child": children}
+
+
+ODD_KEYS = Category(
+    "odd_keys", [("t_keys", KEY_COLS), ("t_keys_child", KEY_CHILD_COLS)], key_rows(),
+    {"root_table": "t_keys", "where": "v % 5 <> 0",
+     "relations": [{"table": "t_keys_child", "foreign_key": ["p_str", "p_dt", "p_dec", "p_bin"]}]},
+    {"t_keys": "v % 5 <> 0",
+     "t_keys_child": "(p_str, p_dt, p_dec, p_bin) IN (SELECT k_str, k_dt, k_dec, k_bin FROM {db}.t_keys "
+                     "WHERE v % 5 <> 0)"},
+    relations=[("t_keys_child", ["p_str", "p_dt", "p_dec", "p_bin"], "t_keys", ["k_str", "k_dt", "k_dec", "k_bin"])])
+
+# Composite keys with a string column in another character set than utf8mb4. On MariaDB 10.11.19 a row IN list of
+# more than one tuple with utf8mb4 string literals, (k, n) IN (('é', 1), ('é', 2)), finds no row whose k is a
+# non-ASCII latin1, gbk or sjis value (a ucs2 column: no row at all), while k = 'é', k IN ('é', 'a') and literals
+# in the column's character set (_latin1 X'E9', CONVERT(... USING latin1)) do. And sjis stores U+005C as 0x815F.
+SJIS_KEYS = ("\\", "a", "表", "ソ", "\\x")
+SJIS_KEY = Category(
+    "sjis_composite_key",
+    [("t_sj", "k VARCHAR(10) CHARACTER SET sjis NOT NULL, n INT NOT NULL, v INT, PRIMARY KEY (k, n)"),
+     ("t_sj_child", "id INT PRIMARY KEY, pk VARCHAR(10) CHARACTER SET sjis NOT NULL, pn INT NOT NULL, KEY (pk, pn)")],
+    {"t_sj": [dict(k=u(k), n=str(n), v=str(10 * i + n)) for i, k in enumerate(SJIS_KEYS) for n in (1, 2, 3)],
+     "t_sj_child": [dict(id=str(10 * i + n), pk=u(k), pn=str(n)) for i, k in enumerate(SJIS_KEYS) for n in (1, 2)]},
+    {"root_table": "t_sj", "where": "n < 3", "relations": [{"table": "t_sj_child", "foreign_key": ["pk", "pn"]}]},
+    {"t_sj": "n < 3", "t_sj_child": "1=1"},
+    relations=[("t_sj_child", ["pk", "pn"], "t_sj", ["k", "n"])])
+
+# The same through a child only: the root's key is an INT, the child references a UNIQUE (latin1 name, INT) of its
+# parent, so the roots' own read-back works and only the child discovery meets the latin1 tuples.
+LATIN1_NAMES = ("é", "a", "ñ", "Ü")
+LATIN1_FK = Category(
+    "latin1_composite_fk",
+    [("t_l1", "id INT PRIMARY KEY, name VARCHAR(10) CHARACTER SET latin1 NOT NULL, n INT NOT NULL, "
+              "UNIQUE KEY (name, n)"),
+     ("t_l1_child", "id INT PRIMARY KEY, p_name VARCHAR(10) CHARACTER SET latin1 NOT NULL, p_n INT NOT NULL, "
+                    "KEY (p_name, p_n)")],
+    {"t_l1": [dict(id=str(10 * i + n), name=u(k), n=str(n)) for i, k in enumerate(LATIN1_NAMES) for n in (1, 2)],
+     "t_l1_child": [dict(id=str(10 * i + n), p_name=u(k), p_n=str(n)) for i, k in enumerate(LATIN1_NAMES)
+                    for n in (1, 2)]},
+    {"root_table": "t_l1", "where": "id % 10 = 1",
+     "relations": [{"table": "t_l1_child", "foreign_key": ["p_name", "p_n"], "references": ["name", "n"]}]},
+    {"t_l1": "id % 10 = 1", "t_l1_child": "p_n = 1"},
+    relations=[("t_l1_child", ["p_name", "p_n"], "t_l1", ["name", "n"])])
+
+CATEGORIES = [NUMERIC, TEMPORAL, STRINGS, UNMAPPABLE, MISC, SPATIAL, INVALID, ODD_KEYS, SJIS_KEY, LATIN1_FK]
 
 
 # -- the check --------------------------------------------------------------------------------------------------------
@@ -427,7 +492,8 @@ class Base(unittest.TestCase):
         """{table: (checksums, forms)} of the source, and {table: keys the job moves}."""
         before = {t: (gatest.stored_checksums("source", sc.src_db, t), gatest.stored_forms("source", sc.src_db, t))
                   for t, _ in cat.tables}
-        moves = {t: set(gatest.stored_checksums("source", sc.src_db, t, where=cond)) for t, cond in cat.moves.items()}
+        moves = {t: set(gatest.stored_checksums("source", sc.src_db, t, where=cond.replace("{db}", q(sc.src_db))))
+                 for t, cond in cat.moves.items()}
         return before, moves
 
     def problems(self, sc, cat, before, moves, placed=True):
@@ -481,6 +547,12 @@ class Base(unittest.TestCase):
                 if n:
                     out.append(f"{n} orphaned {child} rows (no {parent}) on the {server}")
         return out
+
+    def tables(self, sc):
+        """{server: sorted table names} of the scenario's source and destination databases."""
+        return {server: sorted(r[0] for r in gatest.sql(server, "SELECT TABLE_NAME FROM information_schema.TABLES "
+                                                                "WHERE TABLE_SCHEMA=%s", (db,)))
+                for server, db in (("source", sc.src_db), ("destination", sc.dst_db))}
 
     def config(self, sc, cat, verification, defaults=None):
         """A config for CAT's job "j" in VERIFICATION, with DEFAULTS (text of a [client] option file) as the
@@ -632,6 +704,7 @@ class TestFindings(Base):
                 sc = self.make(cat, tag=f"key_{kind.lower()}")
                 before, moves = self.snapshot(sc, cat)
                 dst_before = gatest.stored_checksums("destination", sc.dst_db, "t_key")
+                tables_before = self.tables(sc)
                 cfg = self.config(sc, cat, "sha256")
                 r = sc.job("archive", cfg)
                 problems = []
@@ -648,6 +721,8 @@ class TestFindings(Base):
                     problems.append(f"the destination changed: {len(dst_now)} rows now")
                 if sc.job_schema_exists():
                     problems.append("the tracking schema was created")
+                if self.tables(sc) != tables_before:
+                    problems.append(f"tables changed: {tables_before} before, {self.tables(sc)} after")
                 problems += self.problems(sc, cat, before, moves, placed=False)
                 if problems:
                     self.fail(f"{kind} key:\n  " + "\n  ".join(problems) + "\n  stderr: " +
