@@ -11,7 +11,7 @@ of a FLOAT as a DOUBLE, ENUM index and bytes, ...), never with values decoded by
 in exactly one of source or destination, byte-identical, and the rows the job matches are in the destination.
 A failure names the table, the row, the column, and both servers' HEX.
 
-The categories run in four settings, each in sha256 and count verification:
+The categories run in five settings, each in sha256 and count verification:
   plain          the servers as scripts/servers.sh starts them
   defaults_file  [source] and [destination] defaults_file = a [client] group that fights ours:
                  default-character-set = utf8 and an init-command that sets time_zone, sql_mode
@@ -20,6 +20,7 @@ The categories run in four settings, each in sha256 and count verification:
   globals_a      source: GLOBAL time_zone '+05:00', strict sql_mode with NO_ZERO_DATE, PAD_CHAR_TO_FULL_LENGTH ...;
                  destination: 'America/New_York', sql_mode ''
   globals_b      the other way round: source 'America/New_York' and ''; destination '-03:00' and the strict one
+  copy_only      the plain servers, `copy-only` instead of `archive`: the source keeps every row, unchanged
 plus one named test per finding of issue 31 item 1 (TestFindings).
 
 It changes server globals, so it starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-types, ports
@@ -57,7 +58,8 @@ EXPECTED_FAILURES = (
     {("TestFindings", "test_invalid_stored_values_copy")}
     # a row IN list of utf8mb4 literals does not find latin1/sjis keys: the sjis read-back finds 0 rows (exit 1),
     # the latin1 composite foreign key leaves the children of archived roots behind as orphans (exit 0)
-    | {(f"TypeFidelity_{s}", f"test_{c}_{v}") for s in ("plain", "defaults_file", "globals_a", "globals_b")
+    | {(f"TypeFidelity_{s}", f"test_{c}_{v}")
+       for s in ("plain", "defaults_file", "globals_a", "globals_b", "copy_only")
        for c in ("invalid_stored", "sjis_composite_key", "latin1_composite_fk") for v in ("sha256", "count")}
 )
 if os.environ.get("TYPES_NO_XFAIL"):  # every test plain: what passes and what fails on this binary, with the reasons
@@ -496,10 +498,12 @@ class Base(unittest.TestCase):
                  for t, cond in cat.moves.items()}
         return before, moves
 
-    def problems(self, sc, cat, before, moves, placed=True):
+    def problems(self, sc, cat, before, moves, placed=True, mode="archive"):
         """What is wrong after a run: the data invariant (every original row in exactly one of source or
         destination, byte-identical by the servers' own checksums) and, when PLACED, every row the job matches
-        in the destination and every other one in the source. [] when all is well."""
+        in the destination and every other one in the source. [] when all is well. MODE copy-only: every row
+        stays in the source unchanged, and (PLACED) the rows the job matches are in the destination too,
+        byte-identical, and no other."""
         out = []
         for table, _ in cat.tables:
             sums, forms = before[table]
@@ -508,6 +512,18 @@ class Base(unittest.TestCase):
             diff_keys = {"source": [], "destination": []}
             for key, sha in sorted(sums.items()):
                 in_src, in_dst = key in src, key in dst
+                if mode == "copy-only":
+                    if not in_src:
+                        out.append(f"{table} row {key_text(key)}: gone from the source (copy-only never deletes)")
+                    elif src[key] != sha:
+                        diff_keys["source"].append(key)
+                    if in_dst and dst[key] != sha:
+                        diff_keys["destination"].append(key)
+                    if placed and (key in moves[table]) != in_dst:
+                        out.append(f"{table} row {key_text(key)}: in the destination={in_dst}, expected "
+                                   f"{key in moves[table]} (the job {'matches' if key in moves[table] else 'skips'} "
+                                   "it)")
+                    continue
                 if in_src == in_dst:
                     out.append(f"{table} row {key_text(key)}: in source={in_src}, in destination={in_dst} "
                                "(must be in exactly one)")
@@ -566,18 +582,18 @@ class Base(unittest.TestCase):
         return sc.config({"j": cat.job}, verification=verification, source=extra, destination=extra,
                          processing={"batch_size": 2})
 
-    def archive(self, cat, verification, defaults=None, tag=None, runs=1):
-        """Archives CAT's rows (RUNS times) and asserts exit 0, the data invariant and the placement, with one
-        message that names every difference."""
+    def archive(self, cat, verification, defaults=None, tag=None, runs=1, mode="archive"):
+        """Archives CAT's rows (RUNS times; MODE archive or copy-only) and asserts exit 0, the data invariant and
+        the placement, with one message that names every difference."""
         sc = self.make(cat, tag)
         before, moves = self.snapshot(sc, cat)
         cfg = self.config(sc, cat, verification, defaults)
         report = []
         for n in range(runs):
-            r = sc.job("archive", cfg)
-            bad = self.problems(sc, cat, before, moves, placed=(r.rc == 0))
+            r = sc.job(mode, cfg)
+            bad = self.problems(sc, cat, before, moves, placed=(r.rc == 0), mode=mode)
             if r.rc != 0 or bad:
-                report.append(f"run {n + 1} of `archive` ({cat.name}, verification {verification}"
+                report.append(f"run {n + 1} of `{mode}` ({cat.name}, verification {verification}"
                               f"{', defaults_file' if defaults else ''}): exit {r.rc}{' (expected 0)' if r.rc else ''}")
                 report += ["  " + p for p in bad]
                 report.append("  stderr: " + campaignkit.tail(r.err, 8).replace("\n", "\n          "))
@@ -587,10 +603,10 @@ class Base(unittest.TestCase):
         return sc
 
 
-# -- the matrix: every category in every setting, in sha256 and count verification -------------------------------------
+# -- the matrix: every category in every setting, in sha256 and count verification ------------------------------------
 class Setting:
-    def __init__(self, name, defaults=None, globals_=None):
-        self.name, self.defaults, self.globals = name, defaults, globals_ or {}
+    def __init__(self, name, defaults=None, globals_=None, mode="archive"):
+        self.name, self.defaults, self.globals, self.mode = name, defaults, globals_ or {}, mode
 
 
 SETTINGS = [
@@ -598,6 +614,7 @@ SETTINGS = [
     Setting("defaults_file", defaults=HOSTILE_DEFAULTS),
     Setting("globals_a", globals_={"source": ("+05:00", HOSTILE_SQL_MODE), "destination": ("America/New_York", "")}),
     Setting("globals_b", globals_={"source": ("America/New_York", ""), "destination": ("-03:00", HOSTILE_SQL_MODE)}),
+    Setting("copy_only", mode="copy-only"),
 ]
 
 
@@ -626,7 +643,7 @@ def matrix_class(setting):
     for cat in CATEGORIES:
         for verification in ("sha256", "count"):
             def test(self, cat=cat, verification=verification):
-                self.archive(cat, verification, defaults=setting.defaults)
+                self.archive(cat, verification, defaults=setting.defaults, mode=setting.mode)
             test.__name__ = f"test_{cat.name}_{verification}"
             test.__doc__ = f"{cat.name} rows archived exactly ({setting.name}, {verification})"
             if (name, test.__name__) in EXPECTED_FAILURES:
