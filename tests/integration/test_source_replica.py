@@ -159,7 +159,6 @@ class SourceReplicaTest(unittest.TestCase):
         # A read-only server that replicates from nobody: the primary itself, read_only for a switchover.
         gatest.sql("source", "SET GLOBAL read_only = 1")
         try:
-            self.sc.src("SELECT 1")
             pcfg = self.sc.config({"j": PC_JOB})
             r = self.sc.job("purge", pcfg)
             self.assertEqual(r.rc, 2, r)
