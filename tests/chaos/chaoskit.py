@@ -640,7 +640,12 @@ CATEGORIES = ("lost", "duplicated", "stale", "orphans", "unarchived", "uncopied"
 # a key, and the source's commit proof (goarchive(1), THE PIPELINE) tells whether an interrupted delete committed.
 # Set CHAOS_NO_PROOF=1 to run the rounds without the proof (a goarchive_commits table goarchive cannot use), where
 # both are the documented outcomes and allowed again.
-ALLOWED = ("blocked",) + (("conflicts", "kept") if os.environ.get("CHAOS_NO_PROOF") else ())
+# In copy-only rounds the copy of a tree whose root the application deleted (or re-keyed: its old key is deleted)
+# stays in the archive as the only version of its rows (goarchive(1), "One owner per archived row": the copy-only
+# sweep never removes a copy whose root is gone from the source): "only_version", allowed and reported. Only rows
+# the application deleted qualify; a kept copy of a row that still exists (a child that followed its re-keyed root)
+# is stale, a failure.
+ALLOWED = ("blocked", "only_version") + (("conflicts", "kept") if os.environ.get("CHAOS_NO_PROOF") else ())
 
 
 def conflict_roots(schema, job_schema):
@@ -683,13 +688,15 @@ def registry_failures(job_schema, job="j"):
     return out
 
 
-def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambiguous_kill=False):
+def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambiguous_kill=False,
+          copy_only_round=False):
     """Failures {category: [example lines]} of the round's end state against the model.
 
     MODE is the mode of the final clean run: archive (eligible trees in the destination, the others in the source,
     nothing in both), purge (eligible trees gone, the others in the source, nothing in the destination),
     copy-only (every row in the source, and in the destination exactly the eligible trees, all at their latest
-    version: the copy sweep has removed every copy that went stale or left `where`)."""
+    version: the copy sweep has removed every copy that went stale or left `where`). COPY_ONLY_ROUND: the round ran
+    copy-only, so copies of trees whose root the application deleted are allowed (ALLOWED, "only_version")."""
     bad = collections.defaultdict(list)
     src = {t: table_rows(schema, "source", src_db, t) for t in schema.TABLES}
     dst = {t: table_rows(schema, "destination", dst_db, t) for t in schema.TABLES}
@@ -787,6 +794,11 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
                         continue
                     if where == "destination" and ambiguous_kill and mode == "archive":
                         bad["kept"].append(f"{t} {key}: deleted by the application, its archived copy kept")
+                        continue
+                    gone_root = dest_root(t, key)
+                    if where == "destination" and copy_only_round and gone_root not in model.rows["r"]:
+                        bad["only_version"].append(f"{t} {key}: deleted by the application with its root "
+                                                   f"{gone_root}, its copy-only copy kept as the only version")
                         continue
                     bad["stale"].append(f"{t} {key}: deleted by the application, still in the {where}: {rows[key]}"
                                         + model.why(t, key))

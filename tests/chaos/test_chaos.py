@@ -146,6 +146,7 @@ def closing_table():
     rows.append(("conflict rows / kept copies (failures)", f"{s['conflicts']} / {s['kept']}"))
     rows.append(("unarchived in diamond rounds (failures)", s["unarchived_diamond"]))
     rows.append(("allowed: blocked diamond roots", s["blocked"]))
+    rows.append(("allowed: copy-only copies of deleted roots kept", s["only_version"]))
     rows.append(("row checks", s["row_checks"]))
     out = campaignkit.closing_table(f"chaos closing table (CHAOS_SEED={SEED})", rows)
     out.append("SIGKILLs per fault point: " + ", ".join(f"{p} {n}" for p, n in sorted(POINTS_FIRED.items())))
@@ -341,7 +342,7 @@ class Chaos(unittest.TestCase):
             # copy-only never deletes, so the source always holds the current version: a conflict is a failure.
             if rc != 0:
                 failures.append(f"the final clean copy-only run ended rc={rc}:\n{tail(err, 3)}")
-            b = check(schema, model, sc.src_db, sc.dst_db, "copy-only", kind)
+            b = check(schema, model, sc.src_db, sc.dst_db, "copy-only", kind, copy_only_round=True)
             b["registry"] += registry_failures(sc.job_schema)
             for k, v in b.items():
                 bad[k] += [f"(after copy-only) {line}" for line in v]
@@ -356,11 +357,12 @@ class Chaos(unittest.TestCase):
         # A kill between the delete's recorded decision and its source commit (the fault points there).
         ambiguous = any(("after_mark_deleting" in line or "before_delete_commit" in line) and "rc=-9" in line
                         for line in log)
-        b = check(schema, model, sc.src_db, sc.dst_db, final_mode, kind, conflicts, ambiguous)
+        b = check(schema, model, sc.src_db, sc.dst_db, final_mode, kind, conflicts, ambiguous,
+                  copy_only_round=p["mode"] == "copy-only")
         b["registry"] += registry_failures(sc.job_schema)
         for k, v in b.items():
             bad[k] += v
-        for k in CATEGORIES + ("conflicts", "kept", "blocked", "unarchived_diamond"):
+        for k in CATEGORIES + ("conflicts", "kept", "blocked", "only_version", "unarchived_diamond"):
             STATS[k] += len(bad.get(k, []))
         allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
         STATS["rounds"] += 1
