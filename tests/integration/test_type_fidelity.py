@@ -80,7 +80,11 @@ UTF8_DEFAULTS = "[client]\ndefault-character-set = utf8\n"
 
 
 def setUpModule():
-    scenario.BIN = OWN.start(scenario.BIN)
+    if os.path.dirname(os.path.abspath(scenario.BIN)) == os.path.join(OWN.env["GOARCHIVE_TEST_DIR"], "bin"):
+        OWN.use()  # pinned already (a second call, e.g. a runner after a script's own call): servers only
+        OWN.servers("start", "source", "destination")
+    else:
+        scenario.BIN = OWN.start(scenario.BIN)
     for server in ("source", "destination"):
         load_time_zone(server, "America/New_York")
     print(f"\ntype fidelity: binary {scenario.BIN}, servers 127.0.0.1:{os.environ['GA_SOURCE_PORT']} (source) / "
@@ -745,6 +749,99 @@ class TestFindings(Base):
                     self.fail(f"{kind} key:\n  " + "\n  ".join(problems) + "\n  stderr: " +
                               campaignkit.tail(r.err, 8).replace("\n", "\n          "))
 
+
+# -- the judge itself -------------------------------------------------------------------------------------------------
+# (column definition, value a, value b): two stored values that a lossy conversion makes alike (a FLOAT's 6-digit
+# text, '?' for a 4-byte character, an ENUM's '' member for its index 0, the local text of a TIMESTAMP in a DST
+# overlap, a microsecond, trailing 0x00 / 0x20 bytes, '' for NULL, an unmappable cp1251 byte, a spatial SRID).
+JUDGE_PAIRS = [
+    ("FLOAT", "16777216", "16777200"), ("FLOAT", "1.2345678", "1.23457"), ("DOUBLE", "0.30000000000000004", "0.3"),
+    ("DOUBLE", "9007199254740993", "9007199254740995"), ("DECIMAL(65,30)", "'0.000000000000000000000000000001'", "0"),
+    ("BIT(64)", "X'8000000000000000'", "X'0000000000000000'"),
+    ("VARCHAR(10) CHARACTER SET utf8mb4", u(EMOJI), u("?")), ("VARCHAR(10) CHARACTER SET utf8mb4", u(""), "NULL"),
+    ("VARCHAR(10) CHARACTER SET cp1251", b(b"\x98"), u("?")), ("VARBINARY(4)", b(b"a\x00"), b(b"a")),
+    ("VARCHAR(4)", u("a "), u("a")), ("ENUM('','x')", "0", "''"), ("SET('a','b')", "'a,b'", "'b'"),
+    ("TIMESTAMP(6) NULL", "'2020-11-01 05:30:00'", "'2020-11-01 06:30:00'"),
+    ("DATETIME(6)", "'2020-01-01 00:00:00.000001'", "'2020-01-01 00:00:00'"), ("TIME(6)", "'-00:00:00.000001'", "0"),
+    ("DATE", "'0000-00-00'", "NULL"), ("YEAR", "0", "2000"), ("JSON", u('{"a": 1.0}'), u('{"a": 1}')),
+    ("INET6", "'::ffff:1.2.3.4'", "'::1.2.3.4'"), ("UUID", "'00000000-0000-0000-0000-000000000001'",
+                                                   "'00000000-0000-0000-0000-000000000000'"),
+    ("POINT", geo("POINT(1 2)", 4326), geo("POINT(1 2)")), ("GEOMETRY", geo("POINT(0.1 0)"), geo("POINT(0.1000001 0)")),
+]
+
+
+class TestJudge(Base):
+    """The judge sees what it must: a defaults_file reaches goarchive's session through Connector/C, and the
+    server-side forms tell apart every pair of stored values a lossy copy would make alike."""
+
+    def test_defaults_file_reaches_the_session(self):
+        """Connector/C (libmariadb.so.3, what goarchive links) reading HOSTILE_DEFAULTS as the [client] group gets a
+        session with utf8mb3, latin1 results, +09:00 and PAD_CHAR_TO_FULL_LENGTH: the defaults_file setting fights."""
+        import ctypes
+        lib = ctypes.CDLL("libmariadb.so.3")
+        lib.mysql_init.restype = ctypes.c_void_p
+        lib.mysql_init.argtypes = [ctypes.c_void_p]
+        lib.mysql_options.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+        lib.mysql_real_connect.restype = ctypes.c_void_p
+        lib.mysql_real_connect.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.c_char_p, ctypes.c_uint, ctypes.c_char_p, ctypes.c_ulong]
+        lib.mysql_query.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.mysql_store_result.restype = ctypes.c_void_p
+        lib.mysql_store_result.argtypes = [ctypes.c_void_p]
+        lib.mysql_fetch_row.restype = ctypes.POINTER(ctypes.c_char_p)
+        lib.mysql_fetch_row.argtypes = [ctypes.c_void_p]
+        lib.mysql_free_result.argtypes = [ctypes.c_void_p]
+        lib.mysql_error.restype = ctypes.c_char_p
+        lib.mysql_error.argtypes = [ctypes.c_void_p]
+        lib.mysql_close.argtypes = [ctypes.c_void_p]
+        sc = Scenario(self, "ty_judge_df")
+        path = os.path.join(sc.tmp, "client.cnf")
+        with open(path, "w") as f:
+            f.write(HOSTILE_DEFAULTS)
+        m = lib.mysql_init(None)
+        lib.mysql_options(m, 7, b"utf8mb4")  # MYSQL_SET_CHARSET_NAME, as goarchive sets it before connecting
+        lib.mysql_options(m, 4, path.encode())  # MYSQL_READ_DEFAULT_FILE
+        lib.mysql_options(m, 5, b"client")  # MYSQL_READ_DEFAULT_GROUP
+        try:
+            self.assertTrue(lib.mysql_real_connect(m, b"127.0.0.1", gatest.env("GA_USER").encode(),
+                                                   gatest.env("GA_PASSWORD").encode(), None,
+                                                   int(gatest.env("GA_SOURCE_PORT")), None, 0),
+                            lib.mysql_error(m))
+            self.assertEqual(lib.mysql_query(m, b"SELECT @@character_set_client, @@character_set_results, "
+                                                b"@@time_zone, @@sql_mode"), 0, lib.mysql_error(m))
+            res = lib.mysql_store_result(m)
+            row = lib.mysql_fetch_row(res)
+            got = [row[i].decode() for i in range(4)]
+            lib.mysql_free_result(res)
+        finally:
+            lib.mysql_close(m)
+        self.assertEqual(got[:3], ["utf8mb3", "latin1", "+09:00"],
+                         "the hostile defaults_file no longer reaches the session: the defaults_file setting tests "
+                         "nothing")
+        self.assertIn("PAD_CHAR_TO_FULL_LENGTH", got[3])
+
+    def test_forms_tell_lossy_pairs_apart(self):
+        """Each pair of JUDGE_PAIRS, stored in row n of two tables of the same definition (a and b) that differ in
+        that column only, gives two different checksums and forms that differ in that column only."""
+        cols = ", ".join(f"c{n} {ddl}" for n, (ddl, _, _) in enumerate(JUDGE_PAIRS))
+        body = f"id INT PRIMARY KEY, {cols}"
+        cat = Category("judge", [("t_a", body), ("t_b", body)], {"t_a": [], "t_b": []}, {}, {})
+        sc = self.make(cat, tag="judge")
+        for table, pick in (("t_a", 1), ("t_b", 2)):
+            rows = [{"id": str(n), f"c{n}": pair[pick]} for n, pair in enumerate(JUDGE_PAIRS)]
+            session_sql("source", sc.src_db, insert_sql(table, rows), sql_mode="")
+        sums = {t: gatest.stored_checksums("source", sc.src_db, t) for t in ("t_a", "t_b")}
+        forms = {t: gatest.stored_forms("source", sc.src_db, t) for t in ("t_a", "t_b")}
+        blind = []
+        for n, (ddl, a, b_) in enumerate(JUDGE_PAIRS):
+            k = str(n).encode().hex().upper()
+            fa, fb = forms["t_a"][k], forms["t_b"][k]
+            differing = [c for c in fa if fa[c] != fb[c]]
+            if sums["t_a"][k] == sums["t_b"][k] or differing != [f"c{n}"]:
+                blind.append(f"{ddl}: {a} vs {b_}: checksums "
+                             f"{'equal' if sums['t_a'][k] == sums['t_b'][k] else 'differ'}, differing columns "
+                             f"{differing}, forms {fa[f'c{n}']} / {fb[f'c{n}']}")
+        self.assertEqual(blind, [], "the server-side forms cannot see these losses:\n" + "\n".join(blind))
 
 if __name__ == "__main__":
     unittest.main()
