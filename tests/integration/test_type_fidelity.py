@@ -107,8 +107,9 @@ def load_time_zone(server, zone):
     tz = subprocess.run(["mariadb-tzinfo-to-sql", f"/usr/share/zoneinfo/{zone}", zone], capture_output=True,
                         check=True)
     port = gatest.env("GA_SOURCE_PORT" if server == "source" else "GA_DEST_PORT")
-    subprocess.run(["mariadb", "--no-defaults", "-h127.0.0.1", f"-P{port}", f"-u{gatest.env('GA_USER')}",
-                    f"-p{gatest.env('GA_PASSWORD')}", "mysql"], input=tz.stdout, capture_output=True, check=True)
+    subprocess.run(["mariadb", "--no-defaults", "-h127.0.0.1", f"-P{port}", f"-u{gatest.env('GA_USER')}", "mysql"],
+                   input=tz.stdout, capture_output=True, check=True,
+                   env=dict(os.environ, MYSQL_PWD=gatest.env("GA_PASSWORD")))
 
 
 # -- literals and sessions --------------------------------------------------------------------------------------------
