@@ -21,7 +21,8 @@ The categories run in five settings, each in sha256 and count verification:
                  destination: 'America/New_York', sql_mode ''
   globals_b      the other way round: source 'America/New_York' and ''; destination '-03:00' and the strict one
   copy_only      the plain servers, `copy-only` instead of `archive`: the source keeps every row, unchanged
-plus one named test per finding of issue 31 item 1 (TestFindings).
+plus one named test per finding of issue 31 item 1 (TestFindings), and TestJudge: the hostile defaults_file does
+reach a Connector/C session, and the server-side forms tell apart every pair of values a lossy copy makes alike.
 
 It changes server globals, so it starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-types, ports
 33306-33308; TYPES_SERVERS_DIR / TYPES_SOURCE_PORT / TYPES_DEST_PORT override), restores every global it changes,
@@ -98,7 +99,7 @@ def tearDownModule():
 
 def load_time_zone(server, zone):
     """The server's time zone tables get ZONE (mariadb-tzinfo-to-sql), unless they have it already. Without the
-    zone's file (no tzdata) the settings use a fixed offset instead (zone_or_offset)."""
+    zone's file (no tzdata) the settings use the fixed offset -05:00 instead (Matrix.setUpClass)."""
     if gatest.sql(server, "SELECT COUNT(*) FROM mysql.time_zone_name WHERE Name=%s", (zone,))[0][0]:
         return
     if not os.path.exists(f"/usr/share/zoneinfo/{zone}"):
