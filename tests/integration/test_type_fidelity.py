@@ -35,6 +35,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,6 +58,9 @@ OWN = campaignkit.OwnServers("TYPES", "/tmp/ga-types", 33306, forbidden=FORBIDDE
 EXPECTED_FAILURES = (
     # an ENUM('','x') holding index 0 arrives as index 1 (its real '' member)
     {("TestFindings", "test_invalid_stored_values_copy")}
+    # reconnect = 1 in the defaults_file: a killed source session comes back silently with the global time_zone
+    # (+05:00), later TIMESTAMPs are archived 5 hours off, count verification passes, exit 0
+    | {("TestDefaultsFileReconnect", "test_defaults_file_reconnect")}
     # a row IN list of utf8mb4 literals does not find latin1/sjis keys: the sjis read-back finds 0 rows (exit 1),
     # the latin1 composite foreign key leaves the children of archived roots behind as orphans (exit 0)
     | {(f"TypeFidelity_{s}", f"test_{c}_{v}")
@@ -665,9 +669,14 @@ del _s, _cls
 
 
 # -- one named test per finding of issue 31 item 1 --------------------------------------------------------------------
-def expected_failure(test):
-    """unittest.expectedFailure when TestFindings.TEST is listed in EXPECTED_FAILURES."""
-    return unittest.expectedFailure(test) if ("TestFindings", test.__name__) in EXPECTED_FAILURES else test
+def expected_failure(test, cls="TestFindings"):
+    """unittest.expectedFailure when CLS.TEST is listed in EXPECTED_FAILURES."""
+    return unittest.expectedFailure(test) if (cls, test.__name__) in EXPECTED_FAILURES else test
+
+
+def xfail_in(cls):
+    """expected_failure for a test of class CLS (a decorator)."""
+    return lambda test: expected_failure(test, cls)
 
 
 FLOAT_ONLY = Category(
@@ -750,6 +759,77 @@ class TestFindings(Base):
                 if problems:
                     self.fail(f"{kind} key:\n  " + "\n  ".join(problems) + "\n  stderr: " +
                               campaignkit.tail(r.err, 8).replace("\n", "\n          "))
+
+
+KILL_ON = tuple(os.environ.get("TYPES_KILL_ON", "source").split(","))
+
+
+class TestDefaultsFileReconnect(Base):
+    """A defaults_file with `reconnect = 1` (Connector/C reads it inside mysql_real_connect, after goarchive turned
+    MYSQL_OPT_RECONNECT off) must not let a lost connection come back silently as a fresh session: the new session
+    has the server's global time_zone and sql_mode instead of goarchive's, and no named lock."""
+
+    @xfail_in("TestDefaultsFileReconnect")
+    def test_defaults_file_reconnect(self):
+        """Globals +05:00 on both servers; archive (count verification) paused after its first read, every data
+        connection of it on the source killed (TYPES_KILL_ON=source,destination: on both), released: either the
+        defaults_file is refused (exit 2, naming reconnect, nothing moved), or the data stays exact (a failed run
+        is fine) and a rerun finishes with every row exact."""
+        cat = TEMPORAL
+        sc = self.make(cat, tag="reconnect")
+        before, moves = self.snapshot(sc, cat)
+        cfg = self.config(sc, cat, "count", defaults="[client]\nreconnect = 1\n")
+        saved = {srv: gatest.sql(srv, "SELECT @@global.time_zone")[0][0] for srv in ("source", "destination")}
+        self.addCleanup(lambda: [gatest.sql(srv, "SET GLOBAL time_zone = %s", (tz,)) for srv, tz in saved.items()])
+        for srv in saved:
+            gatest.sql(srv, "SET GLOBAL time_zone = '+05:00'")
+        pause = os.path.join(sc.tmp, "pause")
+        open(pause, "w").close()
+        proc = sc.start("archive", "-c", cfg, "-j", "j", "--no-progress",
+                        env={"GOARCHIVE_PAUSE": f"after_read:1:{pause}"})
+        killed = []
+        try:
+            deadline = time.time() + 60
+            while not os.path.exists(pause + ".reached") and proc.poll() is None and time.time() < deadline:
+                time.sleep(0.02)
+            if proc.poll() is None and os.path.exists(pause + ".reached"):
+                locks = sc.run("locks", "-c", cfg, "-j", "j")
+                holders = {int(n) for n in re.findall(r"held by connection (\d+)", locks.out)}
+                for srv in KILL_ON:
+                    conn = gatest.connect(srv)
+                    try:
+                        with conn.cursor() as cur:
+                            cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = %s AND "
+                                        "ID <> CONNECTION_ID()", (gatest.env("GA_USER"),))
+                            for (cid,) in cur.fetchall():
+                                if cid not in holders:
+                                    cur.execute(f"KILL CONNECTION {int(cid)}")
+                                    killed.append(f"{srv}:{cid}")
+                    finally:
+                        conn.close()
+        finally:
+            if os.path.exists(pause):
+                os.remove(pause)
+        out, err = proc.communicate(timeout=300)
+        first = f"run 1 (paused after its first read, data connections {killed} killed): exit {proc.returncode}"
+        if proc.returncode == 2 and "reconnect" in err:
+            bad = self.problems(sc, cat, before, moves, placed=False)
+            self.assertEqual(bad, [], f"{first}, refused, but:\n" + "\n".join(bad))
+            return
+        self.assertTrue(killed, f"{first}: the run never reached the pause point or had no data connection\n{err}")
+        bad = self.problems(sc, cat, before, moves, placed=False)
+        report = [first] + ["  " + p for p in bad]
+        if os.environ.get("TYPES_VERBOSE"):
+            print(f"\n{first}\n{campaignkit.tail(err, 12)}", file=sys.stderr)
+        if not bad:
+            r = sc.job("archive", cfg)
+            bad = self.problems(sc, cat, before, moves, placed=(r.rc == 0))
+            if r.rc != 0 or bad:
+                report += [f"run 2: exit {r.rc}"] + ["  " + p for p in bad] + \
+                    ["  stderr: " + campaignkit.tail(r.err, 6).replace("\n", "\n          ")]
+        if len(report) > 1:
+            report.append("  run 1 stderr: " + campaignkit.tail(err, 8).replace("\n", "\n          "))
+            self.fail("\n" + "\n".join(report))
 
 
 # -- the judge itself -------------------------------------------------------------------------------------------------
