@@ -92,6 +92,8 @@ def setUpModule():
         scenario.BIN = OWN.start(scenario.BIN)
     for server in ("source", "destination"):
         load_time_zone(server, "America/New_York")
+        # servers left running by an interrupted run may still hold a setting's globals
+        gatest.sql(server, "SET GLOBAL time_zone = DEFAULT, GLOBAL sql_mode = DEFAULT")
     print(f"\ntype fidelity: binary {scenario.BIN}, servers 127.0.0.1:{os.environ['GA_SOURCE_PORT']} (source) / "
           f":{os.environ['GA_DEST_PORT']} (destination)", file=sys.stderr, flush=True)
 
