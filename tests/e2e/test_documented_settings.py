@@ -6,9 +6,10 @@ ignored the setting would fail here. Every test says in a comment what a broken 
 
 Servers: the GA_* servers of scripts/servers.sh (source, replica, destination), plus, for TLS, a MariaDB of this
 file's own (a CA and a server certificate for 127.0.0.1 made with openssl in a temporary directory; mariadbd started
-with --no-defaults on a free port, stopped in tearDownModule), and, for connect_timeout, a loopback listener that
-accepts TCP connections and never greets. Anything changed on the shared servers (the replica's MASTER_DELAY, a
-table lock) is restored in a cleanup, also when the test fails.
+with --no-defaults on a free port, stopped in tearDownModule), for connect_timeout a loopback listener that accepts
+TCP connections and never greets, and for write_timeout a loopback proxy that stops reading from the copy session.
+Anything changed on the shared servers (the replica's MASTER_DELAY, the source's general_log and log_output, the
+destination's max_allowed_packet when below 16 MB, a row lock) is restored in a cleanup, also when the test fails.
 
 Runnable alone: `GOARCHIVE_BIN=build/goarchive /usr/bin/python3 tests/e2e/test_documented_settings.py -v` after
 `eval "$(scripts/servers.sh env)"`.
