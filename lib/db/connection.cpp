@@ -139,6 +139,15 @@ Connection::Connection(const config::ServerConfig& server, ConnectOptions option
 void Connection::finish_connect() {
   const config::ServerConfig& server = m_server;
   using config::TlsMode;
+  // A defaults file is read inside mysql_real_connect, after our options: its `reconnect = 1` would turn the
+  // reconnect back on, and a reconnected session silently has the server's time zone, character set and sql_mode
+  // and none of its named locks. Off again, and checked.
+  my_bool off = 0, reconnect = 1;
+  mysql_optionsv(m_mysql, MYSQL_OPT_RECONNECT, &off);
+  if (mysql_get_optionv(m_mysql, MYSQL_OPT_RECONNECT, &reconnect) != 0 || reconnect) {
+    throw ConfigError("cannot turn off the automatic reconnect of the " + server.role +
+                      " connection (a defaults_file says reconnect); remove that line from the file");
+  }
   // Connector/C's SSL_ENFORCE alone can fall back to plaintext (MDEV-28634): check the cipher ourselves.
   if (server.tls != TlsMode::disabled && server.tls != TlsMode::preferred && !tls_active()) {
     throw DbError(2026, "HY000", label(), "connecting",

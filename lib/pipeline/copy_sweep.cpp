@@ -1,7 +1,12 @@
 #include "pipeline/copy_sweep.h"
 
+#include <set>
+
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/rows.h"
+#include "plan/sql.h"
 #include "util/fault.h"
 
 namespace goarchive::pipeline {
@@ -45,35 +50,78 @@ void CopySweep::sweep(const std::vector<tracking::RootKey>& marks) {
   db::Transaction tx(m_ctx.dst);
   m_tree.read_roots(m_ctx.dst, Side::destination, archive, Read::plain);
   m_tree.read_children(m_ctx.dst, Side::destination, archive, Read::plain);
-  std::vector<int> stale;
+  std::vector<int> stale, gone;
   std::vector<std::string> hashes;
-  size_t kept = 0;
   for (size_t i = 0; i < marks.size(); ++i) {
     int r = static_cast<int>(i);
     if (current[i] && same_tree(source, archive, r)) continue;
     hashes.push_back(marks[i].hash);
-    // A root gone from the source (the application, a purge or another job's archive deleted it) leaves this copy
-    // as its only version: never removed, only no longer this job's to replace.
-    if (!present[i]) {
-      ++kept;
-      continue;
-    }
-    stale.push_back(r);
+    (present[i] ? stale : gone).push_back(r);
   }
   if (hashes.empty()) return;
   if (!stale.empty()) m_writer.remove_tree_copies(archive, stale);
+  const size_t kept = keep_only_versions(archive, gone);
   m_ctx.registry.unmark(m_ctx.dst, m_ctx.job_id, hashes);
   fault::point("before_sweep_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
   if (kept) {
-    spdlog::info("{} earlier copy-only cop{} of roots no longer in the source {} kept in the archive as their only "
-                 "version", kept, kept == 1 ? "y" : "ies", kept == 1 ? "is" : "are");
+    spdlog::info("{} row(s) of earlier copy-only copies of roots no longer in the source are kept in the archive as "
+                 "their only version",
+                 kept);
   }
   if (stale.empty()) return;
   spdlog::info("{} earlier copy-only cop{} went stale and {} removed; the current version is copied again if it "
                "still matches `where`",
                stale.size(), stale.size() == 1 ? "y" : "ies", stale.size() == 1 ? "was" : "were");
+}
+
+size_t CopySweep::keep_only_versions(const Batch& archive, const std::vector<int>& roots) {
+  if (roots.empty()) return 0;
+  const size_t n = m_ctx.tables.size();
+  std::vector<std::vector<size_t>> remove(n);
+  // "child table:edge:encoded referenced values" of every row kept: its parent row is kept too.
+  std::set<std::string> needed;
+  size_t kept = 0;
+  for (int ni : m_ctx.delete_order) {
+    const size_t t = static_cast<size_t>(ni);
+    const TableMeta& m = m_ctx.tables[t];
+    const TableRows& tb = archive.tables[t];
+    std::vector<size_t> rows;
+    for (int r : roots) {
+      auto mine = tb.rows_of(r);
+      rows.insert(rows.end(), mine.begin(), mine.end());
+    }
+    if (rows.empty()) continue;
+    std::set<std::string> in_source;
+    for (const auto& list : primary_key_lists(m, tb.rows, rows, statement_budget(m_ctx.src))) {
+      db::RowSet got = m_ctx.src.query(fmt::format("SELECT {} FROM {} WHERE {}", sql::ident_list(m.key_cols),
+                                                   m.source_name, list));
+      std::vector<size_t> all(m.key_cols.size());
+      for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+      for (size_t i = 0; i < got.rows(); ++i) in_source.insert(encode_values(got, i, all));
+    }
+    for (size_t r : rows) {
+      bool parent_of_kept = false;
+      for (size_t c = 0; c < n && !parent_of_kept; ++c) {
+        const auto& edges = m_ctx.tables[c].edges;
+        for (size_t e = 0; e < edges.size() && !parent_of_kept; ++e) {
+          if (static_cast<size_t>(edges[e].parent) != t) continue;
+          parent_of_kept = needed.count(fmt::format("{}:{}:{}", c, e, encode_values(tb.rows, r, edges[e].parent_ref_idx)));
+        }
+      }
+      if (in_source.count(encode_values(tb.rows, r, m.key_idx)) && !parent_of_kept) {
+        remove[t].push_back(r);
+        continue;
+      }
+      ++kept;
+      for (size_t e = 0; e < m.edges.size(); ++e) {
+        needed.insert(fmt::format("{}:{}:{}", t, e, encode_values(tb.rows, r, m.edges[e].fk_idx)));
+      }
+    }
+  }
+  m_writer.remove_rows(archive, remove);
+  return kept;
 }
 
 }  // namespace goarchive::pipeline

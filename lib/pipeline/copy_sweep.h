@@ -3,8 +3,9 @@
 // takes new batches, every root this job marked as copied is compared with the source. A copy whose root is gone
 // from the source, no longer matches `where`, or whose tree changed (a row changed, added, removed, or moved to
 // another root) is removed from the destination and its mark forgotten, so that the run copies the current
-// version (or nothing). Copy-only never deletes from the source, so the source holds every row such a copy was
-// made of, or the application deleted it: removing the copy never loses a row. Only the destination is written.
+// version (or nothing). Of a copy whose root is gone from the source (the application, a purge or another job
+// deleted or re-keyed it), only the rows the source still holds go: the others are kept, the only version of
+// their rows. Only the destination is written.
 #include "pipeline/context.h"
 #include "pipeline/destination_writer.h"
 #include "pipeline/tree_reader.h"
@@ -22,6 +23,11 @@ public:
 private:
   // One page of marks: compares, then removes the stale copies and their marks in one destination transaction.
   void sweep(const std::vector<tracking::RootKey>& marks);
+  // The copies of `roots` (in `archive`, as the destination holds them), whose root rows are gone from the source:
+  // removes the rows of them the source still holds by primary key (re-keyed or moved there; they are copied again
+  // under their current root) unless a row kept below them needs them as its parent, and keeps the others, each
+  // the only version of a row the source no longer has. Returns the rows kept.
+  size_t keep_only_versions(const Batch& archive, const std::vector<int>& roots);
 
   Context& m_ctx;
   const TreeReader& m_tree;

@@ -464,7 +464,7 @@ std::vector<std::string> DestinationWriter::verify_lists(const Batch& batch, siz
   for (size_t r = 0; r < parent.size(); ++r) {
     if (any_null(parent.rows, r, m.parent_ref_idx)) continue;
     if (seen.insert(encode_values(parent.rows, r, m.parent_ref_idx)).second) {
-      values.push_back(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary, m.fk_integer));
+      values.push_back(wrap(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary, m.fk_integer), m.fk_wrap));
       if (m.fk_idx.size() == 1) plain.push_back(parent.rows.text(r, m.parent_ref_idx[0]));
     }
   }
@@ -560,6 +560,15 @@ size_t DestinationWriter::delete_by_key(const TableMeta& m, const db::RowSet& ro
   size_t removed = 0;
   for (const auto& list : primary_key_lists(m, rows, which, statement_budget(m_ctx.dst))) {
     removed += m_ctx.dst.execute(fmt::format("DELETE FROM {} WHERE {}", m.destination_name, list));
+  }
+  return removed;
+}
+
+size_t DestinationWriter::remove_rows(const Batch& batch, const std::vector<std::vector<size_t>>& which) {
+  size_t removed = 0;
+  for (int ni : m_ctx.delete_order) {
+    const size_t t = static_cast<size_t>(ni);
+    if (!which[t].empty()) removed += delete_by_key(m_ctx.tables[t], batch.tables[t].rows, which[t]);
   }
   return removed;
 }

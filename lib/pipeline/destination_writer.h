@@ -57,6 +57,9 @@ public:
   // Removes the archived copy of `roots` by the primary key of every row copied for them (in the batch), never
   // by a search through the foreign keys: a row that moved to another root is found all the same.
   size_t remove_copied_rows(const Batch& batch, const std::vector<int>& roots);
+  // Removes rows `which[t]` of each table t of `batch` (rows as the destination holds them) by primary key,
+  // child-first.
+  size_t remove_rows(const Batch& batch, const std::vector<std::vector<size_t>>& which);
 
 private:
   std::vector<Statement> build_inserts(const Batch& batch, size_t t, const std::vector<size_t>& rows) const;

@@ -47,7 +47,7 @@ MissingParents missing_parents(const Batch& batch, const TableRows& rows, const 
     auto it = in_batch.find(enc);
     if (it != in_batch.end() && it->second >= 0) continue;  // the parent is in a tree of this batch
     auto& list = out.rows[enc];
-    if (list.empty()) out.values.push_back(literals(rows.rows, r, e.fk_idx, e.fk_binary));
+    if (list.empty()) out.values.push_back(wrap(literals(rows.rows, r, e.fk_idx, e.fk_binary), e.fk_wrap));
     list.push_back(r);
   }
   return out;

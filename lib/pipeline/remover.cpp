@@ -248,7 +248,7 @@ void Remover::delete_through_parent(Batch& batch, const Batch& now, int ni, std:
       it->second = it->second && moves(parent.root[r]);
       continue;
     }
-    pv.literal.emplace(v, literals(parent.rows, r, m.parent_ref_idx, m.fk_binary, m.fk_integer));
+    pv.literal.emplace(v, wrap(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary, m.fk_integer), m.fk_wrap));
     pv.order.push_back(std::move(v));
   }
   std::map<std::string, std::vector<size_t>> children;  // encoded foreign-key value -> locked rows
@@ -361,7 +361,7 @@ void Remover::delete_rows(Batch& batch, const Batch& now) const {
     }
     delete_ranges(batch, ni, ranges);
     std::vector<sql::KeyLiterals> keys;
-    for (size_t r : rest) keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer));
+    for (size_t r : rest) keys.push_back(wrap(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
     // By exact key only: no range locks, so the application's inserts are never blocked.
     for (const auto& list : key_lists(m.key_cols, keys, budget, "", per_statement)) {
       batch.deleted[static_cast<size_t>(ni)] +=

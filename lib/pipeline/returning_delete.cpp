@@ -88,7 +88,7 @@ std::vector<std::string> ReturningDelete::parent_conditions(const Batch& batch, 
     std::string v = encode_values(parent.rows, r, m.parent_ref_idx);
     auto kids = children.find(v);
     if (kids == children.end() || !taken.insert(v).second) continue;  // no child copied, or named already
-    sql::KeyLiterals lit = literals(parent.rows, r, m.parent_ref_idx, m.fk_binary, m.fk_integer);
+    sql::KeyLiterals lit = wrap(literals(parent.rows, r, m.parent_ref_idx, m.fk_binary, m.fk_integer), m.fk_wrap);
     size_t size = 8;
     for (const auto& x : lit) size += x.size() + 2;
     if (!chunk.empty() && (rows + kids->second > per_statement || bytes + size > budget)) flush();
@@ -124,7 +124,7 @@ std::vector<std::string> ReturningDelete::conditions(const Batch& batch, size_t 
     out.push_back(fmt::format("({}){} ORDER BY {} LIMIT {}", range.where, where, order, range.count));
   }
   std::vector<sql::KeyLiterals> keys;
-  for (size_t r : rest) keys.push_back(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer));
+  for (size_t r : rest) keys.push_back(wrap(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
   for (auto& list : key_lists(m.key_cols, keys, statement_budget(m_ctx.src), "", per_statement)) {
     out.push_back(fmt::format("({}){}", list, where));
   }

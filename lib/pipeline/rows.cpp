@@ -74,6 +74,15 @@ void append_row(db::RowSet& to, const db::RowSet& from, size_t r) {
   }
 }
 
+sql::KeyLiterals wrap(sql::KeyLiterals lit, const std::vector<std::string>& collations) {
+  for (size_t k = 0; k < lit.size() && k < collations.size(); ++k) {
+    if (collations[k].empty() || lit[k] == "NULL") continue;
+    const std::string& c = collations[k];
+    lit[k] = "CONVERT(" + lit[k] + " USING " + c.substr(0, c.find('_')) + ") COLLATE " + c;
+  }
+  return lit;
+}
+
 sql::KeyLiterals literals(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
                           const std::vector<bool>& binary) {
   sql::KeyLiterals out;
@@ -131,7 +140,7 @@ std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet&
                                            size_t max_bytes) {
   std::vector<sql::KeyLiterals> keys;
   keys.reserve(which.size());
-  for (size_t r : which) keys.push_back(literals(rows, r, m.key_idx, m.key_binary, m.key_integer));
+  for (size_t r : which) keys.push_back(wrap(literals(rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
   return key_lists(m.key_cols, keys, max_bytes);
 }
 

@@ -23,6 +23,9 @@ bool same_row(const db::RowSet& a, size_t ra, const db::RowSet& b, size_t rb);
 // Copies row r of `from` to the end of `to`.
 void append_row(db::RowSet& to, const db::RowSet& from, size_t r);
 // The SQL literals of the columns `idx` of row r.
+// LIT with each value of a column whose `collations` entry is not "" converted to that collation's character set
+// and given that collation (see TableMeta::key_wrap); NULL stays NULL.
+sql::KeyLiterals wrap(sql::KeyLiterals lit, const std::vector<std::string>& collations);
 sql::KeyLiterals literals(const db::RowSet& rows, size_t r, const std::vector<size_t>& idx,
                           const std::vector<bool>& binary);
 sql::KeyLiterals literals(const std::vector<std::string>& values, const std::vector<bool>& binary);

@@ -40,6 +40,57 @@ bool raw_text(const schema::Column& c) {
   return charset != "utf8mb4" && charset != "utf8mb3" && charset != "utf8";
 }
 
+// The members of an ENUM or SET column_type: "enum('','x','it''s')" -> {"", "x", "it's"}.
+std::vector<std::string> members(const std::string& column_type) {
+  std::vector<std::string> out;
+  size_t i = column_type.find('(');
+  while (i != std::string::npos && i < column_type.size()) {
+    size_t q = column_type.find('\'', i);
+    if (q == std::string::npos) break;
+    std::string m;
+    size_t k = q + 1;
+    for (; k < column_type.size(); ++k) {
+      if (column_type[k] == '\\' && k + 1 < column_type.size()) {
+        m += column_type[++k];
+      } else if (column_type[k] == '\'') {
+        if (k + 1 < column_type.size() && column_type[k + 1] == '\'') {
+          m += '\'';
+          ++k;
+        } else {
+          break;
+        }
+      } else {
+        m += column_type[k];
+      }
+    }
+    out.push_back(std::move(m));
+    i = k + 1;
+  }
+  return out;
+}
+
+// An ENUM whose members include '' cannot tell, as text, its '' member from the invalid value (index 0) a
+// non-strict insert stores: both read ''. Its index (col + 0) tells them apart, and a digit string goes back in as
+// that index, unless a member's name is itself a number (then the name would win): such a column keeps its text.
+// The collation to convert a key literal to (TableMeta::key_wrap): a text column in a charset other than UTF-8.
+std::string wrap_collation(const schema::Column* c, size_t key_columns) {
+  if (!c || key_columns < 2 || c->binary || c->collation.empty()) return "";
+  const std::string charset = c->collation.substr(0, c->collation.find('_'));
+  if (charset == "utf8mb4" || charset == "utf8mb3" || charset == "utf8" || charset == "binary") return "";
+  return c->collation;
+}
+
+bool enum_by_index(const schema::Column& c) {
+  if (c.data_type != "enum") return false;
+  auto ms = members(c.column_type);
+  bool empty = false;
+  for (const auto& m : ms) {
+    if (m.empty()) empty = true;
+    else if (m.find_first_not_of("0123456789 ") == std::string::npos) return false;
+  }
+  return empty;
+}
+
 TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, const config::Job& job, bool is_root,
                        const std::string& source_db, const std::string& dest_db) {
   TableMeta m;
@@ -53,6 +104,7 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
     m.binary.push_back(c.binary);
     m.single_float.push_back(c.data_type == "float");
     m.raw_text.push_back(raw_text(c));
+    m.enum_index.push_back(enum_by_index(c));
     m.integer.push_back(c.data_type == "tinyint" || c.data_type == "smallint" || c.data_type == "mediumint" ||
                         c.data_type == "int" || c.data_type == "bigint");
   }
@@ -68,6 +120,7 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
     m.key_idx.push_back(pos(k));
     m.key_binary.push_back(m.binary[m.key_idx.back()]);
     m.key_integer.push_back(m.integer[m.key_idx.back()]);
+    m.key_wrap.push_back(wrap_collation(info.column(k), m.key_cols.size()));
   }
   for (const auto& e : node.edges()) {
     EdgeMeta em;
@@ -85,7 +138,7 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
   for (const auto& e : node.edges()) identifying.insert(identifying.end(), e.foreign_key.begin(), e.foreign_key.end());
   for (const auto& u : info.unique_keys) identifying.insert(identifying.end(), u.begin(), u.end());
   for (const auto& col : identifying) {
-    if (size_t k = position(m.columns, col); k < m.columns.size()) m.raw_text[k] = false;
+    if (size_t k = position(m.columns, col); k < m.columns.size()) m.raw_text[k] = m.enum_index[k] = false;
   }
   for (size_t c = 0; c < m.columns.size(); ++c) {
     if (!m.raw_text[c]) continue;
@@ -107,6 +160,7 @@ std::string read_list(const TableMeta& m, const std::string& alias) {
     const std::string col = prefix + sql::ident(m.columns[c]);
     if (m.single_float[c]) out += "CAST(" + col + " AS DOUBLE)";
     else if (m.raw_text[c]) out += "CAST(" + col + " AS BINARY)";
+    else if (m.enum_index[c]) out += "(" + col + " + 0)";
     else out += col;
   }
   return out;
@@ -135,6 +189,7 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
         em.parent_ref_idx.push_back(p);
         em.fk_binary.push_back(child.binary[em.fk_idx[k]] || parent.binary[p]);
         em.fk_integer.push_back(child.integer[em.fk_idx[k]] && parent.integer[p]);
+        em.fk_wrap.push_back(wrap_collation(child.source.column(em.foreign_key[k]), refs.size()));
       }
       em.config_only = !declared_in_database(child, parent.node.table, em.foreign_key);
     }
@@ -143,6 +198,7 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
     child.parent_ref_idx = primary.parent_ref_idx;
     child.fk_binary = primary.fk_binary;
     child.fk_integer = primary.fk_integer;
+    child.fk_wrap = primary.fk_wrap;
     child.collated_fk = primary.collated_fk;
     child.config_only = primary.config_only;
   }

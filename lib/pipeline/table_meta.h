@@ -18,6 +18,7 @@ struct EdgeMeta {
   std::vector<size_t> parent_ref_idx;  // the referenced columns, positions in the parent's `columns`
   std::vector<bool> fk_binary;         // per foreign-key column: either side binary
   std::vector<bool> fk_integer;        // per foreign-key column: both sides integer columns
+  std::vector<std::string> fk_wrap;    // see TableMeta::fk_wrap
   bool collated_fk = false;            // see TableMeta::collated_fk
   bool config_only = false;            // see TableMeta::config_only
 };
@@ -46,11 +47,19 @@ struct TableMeta {
   std::vector<size_t> parent_ref_idx; // the referenced columns, positions in the parent's `columns`
   std::vector<bool> fk_binary;        // per foreign-key column: either side binary
   std::vector<bool> fk_integer;       // per foreign-key column: both sides integer columns
+  // Per key / foreign-key column of a key of two or more columns: the column's collation when it is text in a
+  // character set other than UTF-8, else "". MariaDB 10.11 finds no non-ASCII row of such a column through a row
+  // IN list of two or more tuples of utf8mb4 literals ((a, b) IN (('é', 1), ('é', 2)) matches nothing in a latin1,
+  // sjis or gbk column); a literal converted to the column's own character set and collation is found.
+  std::vector<std::string> key_wrap, fk_wrap;
   std::vector<bool> single_float;     // per data column: FLOAT (read as DOUBLE, see `select_list`)
   // Per data column: a text column in a character set other than UTF-8 that identifies no row: read as
   // CAST(col AS BINARY) and sent as bytes (`binary` is set too), so that a byte with no Unicode character
   // survives. LOAD DATA, which converts from its CHARACTER SET, is not used for a table that has one.
   std::vector<bool> raw_text;
+  // Per data column: an ENUM with a '' member that identifies no row, read as its index (`col + 0`): see
+  // enum_by_index in table_meta.cpp.
+  std::vector<bool> enum_index;
   bool has_raw_text = false;
   // The read expression of each data column, in order: the quoted column, or CAST(col AS DOUBLE) for a FLOAT,
   // whose text form in results has 6 significant digits (16777216 reads as 16777200) while every FLOAT is a

@@ -11,7 +11,7 @@ namespace goarchive::pipeline {
 std::string TreeReader::keyset_query(const std::vector<std::string>* after, const std::string& columns) const {
   const TableMeta& root = m_ctx.root();
   std::string cond = "(" + m_ctx.job.where + ")";
-  if (after) cond += " AND " + sql::keyset_after(root.key_cols, literals(*after, root.key_binary));
+  if (after) cond += " AND " + sql::keyset_after(root.key_cols, wrap(literals(*after, root.key_binary), root.key_wrap));
   std::string order;
   for (size_t k = 0; k < root.key_cols.size(); ++k) order += (k ? ", " : "") + sql::ident(root.key_cols[k]);
   // A plain, non-locking read (seed 000, I3): the application's writes are never blocked by it. FORCE INDEX
@@ -56,7 +56,7 @@ void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read 
     for (size_t i = 0; i < batch.root_keys.size(); ++i) rest.push_back(i);
   }
   std::vector<sql::KeyLiterals> keys;
-  for (size_t i : rest) keys.push_back(literals(batch.root_keys[i], root.key_binary, root.key_integer));
+  for (size_t i : rest) keys.push_back(wrap(literals(batch.root_keys[i], root.key_binary, root.key_integer), root.key_wrap));
   for (auto& list : key_lists(root.key_cols, keys, statement_budget(conn))) lists.push_back(std::move(list));
   for (const auto& list : lists) {
     conn.stream(fmt::format("SELECT {} FROM {} WHERE {}{}", columns, from, list, locked ? " FOR UPDATE" : ""),
@@ -116,7 +116,7 @@ void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, 
   for (size_t r = 0; r < parent.size(); ++r) {
     if (any_null(parent.rows, r, e.parent_ref_idx)) continue;
     if (parent_root.emplace(encode_values(parent.rows, r, e.parent_ref_idx), parent.root[r]).second) {
-      values.push_back(literals(parent.rows, r, e.parent_ref_idx, e.fk_binary, e.fk_integer));
+      values.push_back(wrap(literals(parent.rows, r, e.parent_ref_idx, e.fk_binary, e.fk_integer), e.fk_wrap));
       if (e.fk_idx.size() == 1) plain.push_back(parent.rows.text(r, e.parent_ref_idx[0]));
     }
   }

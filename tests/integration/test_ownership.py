@@ -89,6 +89,30 @@ class OwnershipTest(unittest.TestCase):
         self.assert_nothing_lost(sc, before)
         self.assertEqual(sc.unfinished(), 0)
 
+    def test_copy_only_sweep_after_a_root_was_re_keyed(self):
+        """copy-only copied root 1 with its tree; the application re-keys it to 100 and moves its children along.
+        The sweep keeps the copy of root 1 (no row of the source has that key: it is the only version) but removes
+        the copies of the children, which the source still holds under root 100, so that they are copied again
+        there: no conflict, and the next runs have nothing to do."""
+        sc = Scenario(self, "own6c")
+        tree3(sc, roots=6)
+        cfg = sc.config({"j": dict(TREE3_JOB, where="1=1")}, processing={"batch_size": 4})
+        r = sc.job("copy-only", cfg)
+        self.assertEqual(r.rc, 0, r)
+        old_root = sc.rows("destination", "p")[(1,)]
+        sc.src("SET STATEMENT foreign_key_checks = 0 FOR UPDATE p SET id = 100 WHERE id = 1")
+        sc.src("UPDATE c SET p_id = 100 WHERE p_id = 1")
+        now = sc.snapshot(TREE3_TABLES)
+        for _ in range(2):
+            r = sc.job("copy-only", cfg)
+            self.assertEqual(r.rc, 0, r)
+            self.assertIn("in conflict 0,", r.out)
+        dst = {t: sc.rows("destination", t) for t in TREE3_TABLES}
+        for t in TREE3_TABLES:
+            self.assertEqual({k: v for k, v in dst[t].items() if not (t == "p" and k == (1,))}, now[t], t)
+        self.assertEqual(dst["p"][(1,)], old_root, "the only version of root 1 was removed")
+        self.assertEqual(sc.unfinished(), 0)
+
     def test_another_job_never_rests_a_delete_on_copy_only_copies(self):
         """copy-only J, archive K (another job over the same tables and archive), copy-only J: K finds J's copies
         and leaves those roots in the source (exit 0, reported) instead of deleting them on the strength of a copy J

@@ -55,18 +55,8 @@ OWN = campaignkit.OwnServers("TYPES", "/tmp/ga-types", 33306, forbidden=FORBIDDE
 
 # The tests that fail on today's engine (main at 370c9ae): (class name, test name). Remove an entry when its fix
 # lands (an unexpected success fails the suite, so a stale entry is noticed).
-EXPECTED_FAILURES = (
-    # an ENUM('','x') holding index 0 arrives as index 1 (its real '' member)
-    {("TestFindings", "test_invalid_stored_values_copy")}
-    # reconnect = 1 in the defaults_file: a killed source session comes back silently with the global time_zone
-    # (+05:00), later TIMESTAMPs are archived 5 hours off, count verification passes, exit 0
-    | {("TestDefaultsFileReconnect", "test_defaults_file_reconnect")}
-    # a row IN list of utf8mb4 literals does not find latin1/sjis keys: the sjis read-back finds 0 rows (exit 1),
-    # the latin1 composite foreign key leaves the children of archived roots behind as orphans (exit 0)
-    | {(f"TypeFidelity_{s}", f"test_{c}_{v}")
-       for s in ("plain", "defaults_file", "globals_a", "globals_b", "copy_only")
-       for c in ("invalid_stored", "sjis_composite_key", "latin1_composite_fk") for v in ("sha256", "count")}
-)
+# Every finding of issue 31 items 1.1-1.4 is fixed; a new one goes here, (class name, test name), with its reason.
+EXPECTED_FAILURES = set()
 if os.environ.get("TYPES_NO_XFAIL"):  # every test plain: what passes and what fails on this binary, with the reasons
     EXPECTED_FAILURES = set()
 
