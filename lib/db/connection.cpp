@@ -57,15 +57,18 @@ void enable_keepalive(my_socket fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
-// The TLS options of `server` (none when disabled): files, enforcement, verification of the certificate.
-void set_tls_options(MYSQL* mysql, const config::ServerConfig& server) {
+// The TLS options of `server` (none when disabled or `plaintext`): files, enforcement, verification of the
+// certificate. Connector/C starts TLS only when some TLS option is set: `preferred` sets SSL_ENFORCE, which
+// Debian's Connector/C 3.3 treats as "TLS when the server offers it" (MDEV-28634); a later one that refuses a
+// server without TLS then gets a second, plaintext attempt (Connection's constructor).
+void set_tls_options(MYSQL* mysql, const config::ServerConfig& server, bool plaintext) {
   using config::TlsMode;
   my_bool on = 1;
-  if (server.tls == TlsMode::disabled) return;
+  if (server.tls == TlsMode::disabled || plaintext) return;
   if (!server.tls_ca.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_CA, server.tls_ca.c_str());
   if (!server.tls_cert.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_CERT, server.tls_cert.c_str());
   if (!server.tls_key.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_KEY, server.tls_key.c_str());
-  if (server.tls != TlsMode::preferred) mysql_optionsv(mysql, MYSQL_OPT_SSL_ENFORCE, &on);
+  mysql_optionsv(mysql, MYSQL_OPT_SSL_ENFORCE, &on);
   if (server.tls == TlsMode::verify_ca || server.tls == TlsMode::verify_identity) {
     mysql_optionsv(mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
   }
@@ -85,6 +88,35 @@ std::string connect_hint(unsigned int code, const std::string& role) {
 Connection::Connection(const config::ServerConfig& server, ConnectOptions options)
     : m_server(server), m_options(std::move(options)) {
   if (!server.password_error.empty()) throw ConfigError(server.password_error);
+  bool connected = connect(false);
+  if (!connected && server.tls == config::TlsMode::preferred && mysql_errno(m_mysql) == 2026) {
+    // A Connector/C that refuses a server without TLS under SSL_ENFORCE: `preferred` goes on in plaintext.
+    mysql_close(m_mysql);
+    m_mysql = nullptr;
+    connected = connect(true);
+  }
+  if (!connected) {
+    unsigned int code = mysql_errno(m_mysql);
+    std::string state = mysql_sqlstate(m_mysql);
+    std::string msg = mysql_error(m_mysql);
+    mysql_close(m_mysql);
+    m_mysql = nullptr;
+    throw DbError(code, state, label(), m_options.purpose.empty() ? "connecting" : "connecting (" + m_options.purpose + ")",
+                  "cannot connect to " + server.role + " " + server.display() + ": " + msg +
+                      connect_hint(code, server.role));
+  }
+  // The destructor does not run when the constructor throws: close the handle on any failure from here on.
+  try {
+    finish_connect();
+  } catch (...) {
+    mysql_close(m_mysql);
+    m_mysql = nullptr;
+    throw;
+  }
+}
+
+bool Connection::connect(bool plaintext) {
+  const config::ServerConfig& server = m_server;
   m_mysql = mysql_init(nullptr);
   if (!m_mysql) throw Error("out of memory in mysql_init");
   auto seconds = [](double s) { return static_cast<unsigned int>(std::max(1.0, std::ceil(s))); };
@@ -109,31 +141,14 @@ Connection::Connection(const config::ServerConfig& server, ConnectOptions option
     unsigned int tcp = MYSQL_PROTOCOL_TCP;
     mysql_optionsv(m_mysql, MYSQL_OPT_PROTOCOL, &tcp);
   }
-  set_tls_options(m_mysql, server);
+  set_tls_options(m_mysql, server, plaintext);
   const char* host = server.socket.empty() ? server.host.c_str() : nullptr;
   const char* user = server.user.empty() ? nullptr : server.user.c_str();
   const char* password = server.password.empty() && !server.defaults_file.empty() ? nullptr
                                                                                   : server.password.reveal().c_str();
   const char* socket = server.socket.empty() ? nullptr : server.socket.c_str();
-  if (!mysql_real_connect(m_mysql, host, user, password, nullptr, static_cast<unsigned int>(server.port), socket,
-                          CLIENT_FOUND_ROWS)) {
-    unsigned int code = mysql_errno(m_mysql);
-    std::string state = mysql_sqlstate(m_mysql);
-    std::string msg = mysql_error(m_mysql);
-    mysql_close(m_mysql);
-    m_mysql = nullptr;
-    throw DbError(code, state, label(), m_options.purpose.empty() ? "connecting" : "connecting (" + m_options.purpose + ")",
-                  "cannot connect to " + server.role + " " + server.display() + ": " + msg +
-                      connect_hint(code, server.role));
-  }
-  // The destructor does not run when the constructor throws: close the handle on any failure from here on.
-  try {
-    finish_connect();
-  } catch (...) {
-    mysql_close(m_mysql);
-    m_mysql = nullptr;
-    throw;
-  }
+  return mysql_real_connect(m_mysql, host, user, password, nullptr, static_cast<unsigned int>(server.port), socket,
+                            CLIENT_FOUND_ROWS) != nullptr;
 }
 
 void Connection::finish_connect() {

@@ -146,6 +146,9 @@ private:
   [[noreturn]] void fail(std::string_view what);
   [[noreturn]] void fail_statement(st_mysql_stmt* stmt, std::string_view what);
   void close_statements() noexcept;
+  // mysql_init and mysql_real_connect with every option (TLS ones unless `plaintext`); false when the connect
+  // failed (the handle, kept for its error, is the caller's to close).
+  bool connect(bool plaintext);
   void finish_connect();  // TLS check and session settings after mysql_real_connect
   void run(std::string_view sql);
 
