@@ -86,8 +86,11 @@ void Loader::read_timeouts(Reader& r, ServerConfig& s, const std::string& sectio
   if (auto v = r.number("connect_timeout", 0.1, 3600)) s.connect_timeout = *v;
   if (auto v = r.number("read_timeout", 1, 86400)) s.read_timeout = *v;
   if (auto v = r.number("write_timeout", 1, 86400)) s.write_timeout = *v;
-  set(section + ".connect_timeout", fmt::format("{}", s.connect_timeout),
-      r.get("connect_timeout") ? Origin::file : Origin::default_value);
+  for (const auto& [key, value] : {std::pair<const char*, double>{"connect_timeout", s.connect_timeout},
+                                    {"read_timeout", s.read_timeout},
+                                    {"write_timeout", s.write_timeout}}) {
+    set(section + "." + key, fmt::format("{}", value), r.get(key) ? Origin::file : Origin::default_value);
+  }
 }
 
 void Loader::read_password(Reader& r, ServerConfig& s, const std::string& section) {
