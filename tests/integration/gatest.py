@@ -203,12 +203,19 @@ def _key_sql(name, db, table, types):
     return "CONCAT_WS(',', " + ", ".join(column_form_sql(c, dt[c]) for c in pk) + ")"
 
 
-def stored_checksums(name, db, table, where=None):
+def stored_checksums(name, db, table, where=None, columns=None):
     """{pk_hex: sha256 hex} of every row of DB.TABLE (or those matching WHERE) on server NAME, computed by that
     server: pk_hex is the key columns' forms (column_form_sql) joined by ','; the checksum is
     SHA2(CONCAT_WS(',', form or 'N' of every column in table order), 256). Equal checksums on two servers mean
-    byte-identical stored rows (same column list assumed: compare tables of the same definition)."""
+    byte-identical stored rows (same column list assumed: compare tables of the same definition, or name the
+    COLUMNS to take, e.g. the source's, where the archive has more)."""
     types = column_types(name, db, table)
+    if columns is not None:
+        by_name = {c.lower(): (c, t, ct) for c, t, ct in types}
+        missing = [c for c in columns if c.lower() not in by_name]
+        if missing:
+            raise AssertionError(f"{db}.{table} on {name} has no column {', '.join(missing)}")
+        types = [by_name[c.lower()] for c in columns]
     row = "CONCAT_WS(',', " + ", ".join(f"COALESCE({column_form_sql(c, t)}, 'N')" for c, t, _ in types) + ")"
     stmt = f"SELECT {_key_sql(name, db, table, types)}, SHA2({row}, 256) FROM {quote_ident(db)}.{quote_ident(table)}"
     if where:

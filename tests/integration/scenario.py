@@ -46,6 +46,14 @@ class Result:
         return f"rc={self.rc}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
 
 
+class Snapshot(dict):
+    """{table: {key: row}}, with `stored` ({table: {pk_hex: sha}}) and `columns` ({table: [column]}): see
+    Scenario.snapshot."""
+    stored = {}
+    columns = {}
+    taken = {}
+
+
 class Scenario:
     def __init__(self, test, tag):
         gatest.require_env()
@@ -177,8 +185,14 @@ class Scenario:
                                (self.job_schema,))[0][0])
 
     def snapshot(self, tables):
-        """The source's rows of every table, to compare against after a run."""
-        return {t: self.rows("source", t) for t in tables}
+        """The source's rows of every table, to compare against after a run: {table: {key: row}} as pymysql reads
+        them, and (attribute `stored`) each row's checksum as the source computes it on its stored bytes
+        (gatest.stored_checksums), with the column list it covers (attribute `columns`)."""
+        snap = Snapshot({t: self.rows("source", t) for t in tables})
+        snap.columns = {t: [c for c, _, _ in gatest.column_types("source", self.src_db, t)] for t in tables}
+        snap.stored = {t: gatest.stored_checksums("source", self.src_db, t) for t in tables}
+        snap.taken = {t: dict(rows) for t, rows in snap.items()}
+        return snap
 
     def assert_invariant(self, original, relations=(), allow_changed=()):
         """Every original row is in exactly one of source or destination, unchanged; no child is orphaned.
@@ -200,6 +214,7 @@ class Scenario:
                 now = src.get(key) if in_src else dst.get(key)
                 if table not in allow_changed:
                     t.assertEqual(now, row, f"{table} row {key} changed")
+        self.assert_stored_invariant(original, allow_changed)
         for child, fk, parent, refs in relations:
             for server in ("source", "destination"):
                 db = self.src_db if server == "source" else self.dst_db
@@ -209,6 +224,27 @@ class Scenario:
                 n = gatest.sql(server, f"SELECT COUNT(*) FROM {q(db)}.{q(child)} c WHERE {notnull} AND NOT EXISTS "
                                        f"(SELECT 1 FROM {q(db)}.{q(parent)} p WHERE {on})")[0][0]
                 t.assertEqual(n, 0, f"{n} orphaned {child} rows (no {parent}) on the {server}")
+
+    def assert_stored_invariant(self, original, allow_changed=()):
+        """The invariant on the servers' own stored bytes (a snapshot's `stored` checksums): every original row in
+        exactly one of source or destination with the checksum it had, each server computing its own, so that a
+        value both sides read through the same lossy conversion (FLOAT digits, a character set) is still seen."""
+        if not isinstance(original, Snapshot):
+            return
+        t = self.test
+        for table, before in original.stored.items():
+            cols = original.columns[table]
+            src = gatest.stored_checksums("source", self.src_db, table, columns=cols)
+            dst = gatest.stored_checksums("destination", self.dst_db, table, columns=cols)
+            # A table where the test replaced a row in the snapshot (the version an application write made) has
+            # its values checked above; the stored checksums are of the old versions: only placement is checked.
+            replaced = original[table] != original.taken[table]
+            for key, sha in before.items():
+                in_src, in_dst = key in src, key in dst
+                t.assertTrue(in_src != in_dst, f"{table} row {key} (stored): in source={in_src}, "
+                                               f"in destination={in_dst} (must be exactly one)")
+                if table not in allow_changed and not replaced:
+                    t.assertEqual(src.get(key, dst.get(key)), sha, f"{table} row {key}: its stored bytes changed")
 
     def unfinished(self):
         """Unfinished roots (copied or deleting) in this scenario's registry; 0 when no run created the registry
