@@ -53,6 +53,9 @@ class ProgressTest(unittest.TestCase):
         p = Background(run_args("archive", cfg), pty=True).kill_on_cleanup(self)
         self.assertEqual(p.wait(60), 0, p)
         frames = re.split(r"\r(?!\n)", p.err)[1:]
+        # Not vacuous: the run drew progress lines and wrote log lines beside them.
+        self.assertTrue(any("rows/s" in f for f in frames), f"no progress frame was drawn:\n{p.err[:2000]!r}")
+        self.assertRegex(p.err, r"\d{4}-\d\d-\d\dT\d\d:\d\d.*batch 1", "no log line was written")
         glued = [f for f in frames if re.search(r"rows/s.*?\d{4}-\d\d-\d\dT\d\d:\d\d", f.split("\r\n")[0])]
         self.assertEqual(glued, [], f"{len(glued)} log line(s) written onto the progress line, e.g. {glued[:2]!r}")
 
