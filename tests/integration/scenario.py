@@ -53,6 +53,14 @@ class Snapshot(dict):
     columns = {}
     taken = {}
 
+    def only(self, *tables):
+        """The same snapshot of TABLES alone."""
+        part = Snapshot({t: self[t] for t in tables})
+        part.stored = {t: self.stored[t] for t in tables}
+        part.columns = {t: self.columns[t] for t in tables}
+        part.taken = {t: self.taken[t] for t in tables}
+        return part
+
 
 class Scenario:
     def __init__(self, test, tag):
