@@ -447,6 +447,7 @@ class ModesTest(unittest.TestCase):
         sc.src("UPDATE p SET old = 0 WHERE id = 1")
         before = sc.snapshot(TREE3_TABLES)
         r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
         sc.assert_invariant(before, TREE3_RELATIONS)
         self.assertIn((1,), sc.rows("source", "p"), f"a root that no longer matches `where` was archived:\n{r}")
         self.assertEqual(set(sc.rows("source", "p")), {(1,), (2,), (4,), (6,)})
