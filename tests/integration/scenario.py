@@ -233,6 +233,29 @@ class Scenario:
                                        f"(SELECT 1 FROM {q(db)}.{q(parent)} p WHERE {on})")[0][0]
                 t.assertEqual(n, 0, f"{n} orphaned {child} rows (no {parent}) on the {server}")
 
+    def assert_nothing_lost(self, original, relations=()):
+        """For runs that copy without deleting too (copy-only beside archive): every original row is in the source,
+        the destination or both, each version there unchanged (on the servers' own stored bytes for a snapshot);
+        no child is orphaned."""
+        t = self.test
+        t.assertTrue(any(original.values()), f"the snapshot of {sorted(original)} holds no row: nothing to check")
+        for table, before in original.items():
+            src, dst = self.rows("source", table), self.rows("destination", table)
+            for key, row in before.items():
+                t.assertTrue(key in src or key in dst, f"{table} row {key} is in neither server")
+                for side in (src, dst):
+                    if key in side:
+                        t.assertEqual(side[key], row, f"{table} row {key} changed")
+            if isinstance(original, Snapshot):
+                cols = original.columns[table]
+                s_src = gatest.stored_checksums("source", self.src_db, table, columns=cols)
+                s_dst = gatest.stored_checksums("destination", self.dst_db, table, columns=cols)
+                for key, sha in original.stored[table].items():
+                    for side in (s_src, s_dst):
+                        if key in side:
+                            t.assertEqual(side[key], sha, f"{table} row {key}: its stored bytes changed")
+        self.assert_invariant({}, relations)
+
     def assert_stored_invariant(self, original, allow_changed=()):
         """The invariant on the servers' own stored bytes (a snapshot's `stored` checksums): every original row in
         exactly one of source or destination with the checksum it had, each server computing its own, so that a

@@ -198,6 +198,7 @@ class GuardTest(unittest.TestCase):
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(sc.count("destination", "p"), 60)  # a archived 1..50, b copied 91..100 from the replica
         self.assertEqual(sc.count("source", "p"), 50)
+        sc.assert_nothing_lost(self.original, TREE_RELATIONS)
 
     def test_server_without_the_sources_transactions_is_not_same_source_data(self):
         """A server that can tell (GTID on) and holds none of the stopped job's source's transactions is other data,
@@ -264,6 +265,7 @@ class GuardTest(unittest.TestCase):
         self.assertEqual(r.rc, 0, r)
         r = sc.go("copy-only", rcfg, "a")
         self.assertEqual(r.rc, 0, r)
+        sc.assert_nothing_lost(self.original, TREE_RELATIONS)
 
 
 # -- A job marked running with nothing in its log, whose process is gone, is cleared by hand ----------------------
