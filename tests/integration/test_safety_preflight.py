@@ -178,9 +178,12 @@ class SafetyPreflightTest(unittest.TestCase):
         self.assertEqual(sc.count("source", "p"), 10)
         self.assertEqual(sc.count("destination", "p"), 0)
         self.assertFalse(sc.job_schema_exists())
+        before = sc.snapshot(["p", "c"])
         r = sc.job("copy-only", cfg)  # copy-only deletes nothing
         self.assertEqual(r.rc, 0, r)
         self.assertEqual(sc.count("destination", "p"), 4)
+        self.assertEqual(sc.snapshot(["p", "c"]), before, "copy-only changed the source")
+        sc.assert_nothing_lost(before, [("c", ["p_id"], "p", ["id"])])
 
     def test_archive_into_another_database_on_the_source_server(self):
         sc = Scenario(self, "otherdb")
@@ -314,6 +317,7 @@ class SafetyPreflightTest(unittest.TestCase):
     def test_live_run_of_another_host_refuses_and_a_stale_one_is_taken_over(self):
         sc = Scenario(self, "onerun")
         pc(sc)
+        before = sc.snapshot(["p", "c"])
         cfg = sc.config({"j": {**PC_JOB, "where": "id <= 2"}})
         r = sc.job("archive", cfg)
         self.assertEqual(r.rc, 0, r)
@@ -341,6 +345,7 @@ class SafetyPreflightTest(unittest.TestCase):
         row = gatest.sql("destination", f"SELECT status, ended_at IS NOT NULL FROM {js}.runs WHERE id = %s", (other,))
         self.assertEqual(row[0], ("crashed", 1))
         self.assertEqual(sc.count("destination", "p"), 10)
+        sc.assert_invariant(before, [("c", ["p_id"], "p", ["id"])])
 
     # -- 6. one problem, one way out ------------------------------------------------------------------------------
     def test_destination_database_missing_says_create_it(self):
