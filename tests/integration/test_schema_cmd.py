@@ -85,14 +85,6 @@ class SchemaCommandTest(unittest.TestCase):
         self.assertEqual(r.rc, rc, r)
         return r
 
-    def assert_servers_state(self, sc, before_raw):
-        """Every original row is in exactly one of the servers, byte for byte as it was."""
-        for table, rows in before_raw.items():
-            src, dst = sc.raw_rows("source", table), sc.raw_rows("destination", table)
-            for key, row in rows.items():
-                self.assertTrue((key in src) != (key in dst), f"{table} {key}: source={key in src} dest={key in dst}")
-                self.assertEqual(src.get(key, dst.get(key)), row, f"{table} {key} changed")
-
     # (1) ------------------------------------------------------------------------------------------------------
     def test_shop_tree_print_apply_validate_archive(self):
         sc = Scenario(self, "schema_shop")
@@ -140,14 +132,14 @@ class SchemaCommandTest(unittest.TestCase):
 
         v = sc.job("validate", cfg)
         self.assertEqual(v.rc, 0, v)
-        before = {t: sc.raw_rows("source", t) for t in SHOP_TABLES}
+        before = sc.snapshot(SHOP_TABLES)
         a = sc.job("archive", cfg)
         self.assertEqual(a.rc, 0, a)
         self.assertEqual(sc.unfinished(), 0)
         self.assertGreater(sc.count("destination", "orders"), 0)
         self.assertGreater(sc.count("source", "orders"), 0)
         self.assertGreater(sc.count("destination", "shipment_items"), 0)
-        self.assert_servers_state(sc, before)
+        sc.assert_invariant(before)
 
     # (2) ------------------------------------------------------------------------------------------------------
     def test_no_foreign_keys_when_foreign_key_checks_is_off(self):
@@ -174,10 +166,10 @@ class SchemaCommandTest(unittest.TestCase):
         # The indexes InnoDB made for the source's foreign keys are still there.
         self.assertEqual(statistics("source", sc.src_db, "order_items"),
                          statistics("destination", sc.dst_db, "order_items"))
-        before = {t: sc.raw_rows("source", t) for t in SHOP_TABLES}
+        before = sc.snapshot(SHOP_TABLES)
         a = sc.job("archive", cfg)
         self.assertEqual(a.rc, 0, a)
-        self.assert_servers_state(sc, before)
+        sc.assert_invariant(before)
 
     # (3) ------------------------------------------------------------------------------------------------------
     def test_existing_destination_table_is_left_as_is(self):
@@ -261,11 +253,11 @@ class SchemaCommandTest(unittest.TestCase):
         self.assertEqual(gatest.sql("destination", "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE "
                                                    "TABLE_SCHEMA=%s AND TABLE_NAME=%s", (sc.dst_db, root))[0][0], None)
         # The copy does not write generated columns; invisible ones travel like any other.
-        before = {t: sc.raw_rows("source", t) for t in (root, child)}
+        before = sc.snapshot([root, child])
         a = sc.job("archive", cfg)
         self.assertEqual(a.rc, 0, a)
         self.assertEqual(sc.count("source", root), 0)
-        self.assert_servers_state(sc, before)
+        sc.assert_invariant(before)
 
     # (5) ------------------------------------------------------------------------------------------------------
     def test_apply_twice_is_idempotent(self):
