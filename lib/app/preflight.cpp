@@ -10,6 +10,7 @@
 
 #include "pipeline/commit_proof.h"
 #include "plan/sql.h"
+#include "tracking/archive_owner.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -56,7 +57,10 @@ public:
     check_copy_only_graph();
     // The destination's own checks mean nothing when it is the source's data: that is the one problem then.
     bool own_data = m_dst && check_not_source_data();
-    if (m_mode != pipeline::Mode::purge && m_dst && !own_data) check_destination();
+    if (m_mode != pipeline::Mode::purge && m_dst && !own_data) {
+      check_destination();
+      check_archive_owner();
+    }
     if (m_dst) {
       check_connections(*m_dst, 4, "destination");
       check_registry_privileges();
@@ -381,6 +385,22 @@ private:
       }
     } catch (const db::DbError& e) {
       fail(fmt::format("cannot read max_connections on the {}: {}", where, e.what()));
+    }
+  }
+
+  // One registry and one source per archive database (tracking/archive_owner.h): the record a run left there.
+  void check_archive_owner() {
+    try {
+      auto found = tracking::read_owner(*m_dst, m_cfg.destination.database);
+      if (!found) return;
+      tracking::ArchiveOwner wanted{m_cfg.destination.job_schema, schema::read_server_identity(m_src),
+                                    m_cfg.source.database};
+      found->server.case_insensitive_names = wanted.server.case_insensitive_names;
+      if (std::string problem = tracking::owner_problem(m_cfg.destination.database, *found, wanted); !problem.empty()) {
+        fail_config(problem);
+      }
+    } catch (const db::DbError& e) {
+      spdlog::debug("the archive's owner record could not be read ({}); the run checks it again", e.what());
     }
   }
 

@@ -64,10 +64,24 @@ void claim(db::Connection& dst, const std::string& archive_db, const ArchiveOwne
                           table, text(wanted.registry), text(source_name(wanted)), text(s.mariadb ? "mariadb" : "mysql"),
                           s.server_id, text(s.server_uuid), text(s.hostname), s.port, text(s.datadir),
                           text(s.gtid_state), text(wanted.database)));
+  std::optional<ArchiveOwner> found = read_owner(dst, archive_db);
+  if (!found) throw Error("cannot read the owner record " + table);
+  found->server.case_insensitive_names = s.case_insensitive_names;
+  if (std::string problem = owner_problem(archive_db, *found, wanted); !problem.empty()) throw ConfigError(problem);
+}
+
+}  // namespace
+
+std::optional<ArchiveOwner> read_owner(db::Connection& dst, const std::string& archive_db) {
+  if (!dst.scalar(fmt::format("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = "
+                              "'goarchive_owner'",
+                              text(archive_db)))) {
+    return std::nullopt;
+  }
   db::RowSet r = dst.query(fmt::format("SELECT `registry`, `flavor`, `server_id`, `server_uuid`, `hostname`, `port`, "
                                        "`datadir`, `gtid_state`, `database_name` FROM {} WHERE `one` = 1",
-                                       table));
-  if (r.rows() != 1) throw Error("cannot read the owner record " + table);
+                                       sql::qualified(archive_db, "goarchive_owner")));
+  if (r.rows() != 1) return std::nullopt;
   ArchiveOwner found;
   found.registry = r.text(0, 0);
   found.server.mariadb = r.text(0, 1) == "mariadb";
@@ -77,12 +91,9 @@ void claim(db::Connection& dst, const std::string& archive_db, const ArchiveOwne
   found.server.port = static_cast<unsigned>(std::stoul(r.text(0, 5)));
   found.server.datadir = r.text(0, 6);
   found.server.gtid_state = r.text(0, 7);
-  found.server.case_insensitive_names = s.case_insensitive_names;
   found.database = r.text(0, 8);
-  if (std::string problem = owner_problem(archive_db, found, wanted); !problem.empty()) throw ConfigError(problem);
+  return found;
 }
-
-}  // namespace
 
 void claim_archive(db::Connection& dst, const std::string& archive_db, const ArchiveOwner& wanted) {
   try {

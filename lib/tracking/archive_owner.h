@@ -5,6 +5,7 @@
 // second is refused. The same data read from another server (a replica of the recorded source, or the server it
 // replicates from, by GTID state) is the same source. The database enforces one record: the table's only key is
 // a constant. Never touches data rows.
+#include <optional>
 #include <string>
 
 #include "db/connection.h"
@@ -25,6 +26,9 @@ std::string source_name(const ArchiveOwner& owner);
 // data: the same server, or one holding the other's transactions, and the same database name), else the
 // refusal naming the owner and the ways out.
 std::string owner_problem(const std::string& archive_db, const ArchiveOwner& found, const ArchiveOwner& wanted);
+
+// The owner record of `archive_db` on `dst`; nullopt when it has none (no table or no row). Reads only.
+std::optional<ArchiveOwner> read_owner(db::Connection& dst, const std::string& archive_db);
 
 // Records `wanted` as the owner of `archive_db` on `dst` when it has none; throws ConfigError (exit 2) when
 // another registry or source owns it. Runs its own statements (call outside a transaction).

@@ -155,6 +155,10 @@ class OwnershipTest(unittest.TestCase):
             self.assertEqual(r.rc, 2, r)
             self.assertIn(f"the archive database {sc.dst_db} is filled by the runs of registry (job_schema) "
                           f"{sc.job_schema}, not {other}", r.err)
+        # validate, which writes nothing, says so too.
+        r = sc.run("validate", "-c", cfg2, "-j", "j")
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertIn(f"is filled by the runs of registry (job_schema) {sc.job_schema}, not {other}", r.out + r.err)
         self.assertEqual(sc.snapshot(TREE3_TABLES), mid_src)
         self.assertEqual({t: sc.rows("destination", t) for t in TREE3_TABLES}, mid_dst)
         sc.assert_invariant(before, TREE3_RELATIONS)
