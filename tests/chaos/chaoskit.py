@@ -304,6 +304,9 @@ class App:
         self.threads = []
         self.errors = collections.Counter()
         self.crash = []
+        self.held = threading.Event()  # set: the threads finish their write and wait (hold / resume)
+        self.idle = 0  # threads waiting while held
+        self.idle_cv = threading.Condition()
 
     def start(self):
         for i in range(self.nthreads):
@@ -311,8 +314,26 @@ class App:
             th.start()
             self.threads.append(th)
 
+    def hold(self, timeout=30):
+        """Every thread finishes the write it is in (its commit, or its rollback) and waits: no commit is in flight,
+        so a source restart cannot make one ambiguous (committed on the server, an error to the application, and
+        so missing from the model). Writes resume with resume(); each thread then reconnects."""
+        self.held.set()
+        deadline = time.monotonic() + timeout
+        with self.idle_cv:
+            while self.idle < sum(th.is_alive() for th in self.threads):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"the application did not stop writing within {timeout}s "
+                                         f"({self.idle} of {self.nthreads} threads idle)")
+                self.idle_cv.wait(min(left, 0.1))
+
+    def resume(self):
+        self.held.clear()
+
     def finish(self):
         self.stop.set()
+        self.held.clear()
         for th in self.threads:
             th.join(60)
         if self.crash:
@@ -332,8 +353,28 @@ class App:
         conn = None
         try:
             while not self.stop.is_set():
+                if self.held.is_set():
+                    with self.idle_cv:
+                        self.idle += 1
+                        self.idle_cv.notify_all()
+                    while self.held.is_set() and not self.stop.is_set():
+                        time.sleep(0.01)
+                    with self.idle_cv:
+                        self.idle -= 1
+                    if conn is not None:  # the server may have restarted meanwhile: a fresh session
+                        try:
+                            conn.close()
+                        except Exception:
+                            pass
+                        conn = None
+                    continue
                 if conn is None:
-                    conn = self._connect()
+                    try:
+                        conn = self._connect()
+                    except pymysql.err.MySQLError as e:  # the source is restarting: try again
+                        self.errors[f"connect {e.args[0] if e.args else None}"] += 1
+                        time.sleep(0.1)
+                        continue
                 op = rng.choices(ops, weights)[0]
                 try:
                     with conn.cursor() as cur:
@@ -664,20 +705,21 @@ def conflict_roots(schema, job_schema):
     return out
 
 
-def registry_failures(job_schema, job="j"):
+def registry_failures(job_schema, job="j", jobs=None):
     """What is wrong with the registry after a final clean run: an unfinished batch (copied or deleting), the job
-    not recorded or still marked running, a run still marked running, or a conflict recorded where the round
-    allows none (ALLOWED). A list of lines, empty when the registry is in order."""
+    (each of JOBS, in a shared-archive round) not recorded or still marked running, a run still marked running, or a
+    conflict recorded where the round allows none (ALLOWED). A list of lines, empty when the registry is in order."""
     out = []
     unfinished = gatest.sql("destination", f"SELECT COUNT(*), IFNULL(SUM(roots), 0) FROM {q(job_schema)}.`batches` "
                                            "WHERE state IN ('copied', 'deleting')")[0]
     if unfinished[0]:
         out.append(f"{unfinished[0]} unfinished batch(es) ({unfinished[1]} roots) after the final clean run")
-    status = gatest.sql("destination", f"SELECT status FROM {q(job_schema)}.`jobs` WHERE name = %s", (job,))
-    if not status:
-        out.append(f"job {job} is not in the registry")
-    elif status[0][0] == "running":
-        out.append(f"job {job} is still marked running after the final clean run")
+    for job in jobs or [job]:
+        status = gatest.sql("destination", f"SELECT status FROM {q(job_schema)}.`jobs` WHERE name = %s", (job,))
+        if not status:
+            out.append(f"job {job} is not in the registry")
+        elif status[0][0] == "running":
+            out.append(f"job {job} is still marked running after the final clean run")
     running = gatest.sql("destination", f"SELECT COUNT(*) FROM {q(job_schema)}.`runs` WHERE status = 'running'")[0][0]
     if running:
         out.append(f"{running} run(s) still marked running after the final clean run")
@@ -810,6 +852,202 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
                 n = len(schema.pk[child])
                 bad["orphans"].append(f"{child} {tuple(r[:n])} in the {server} without its {parent} {tuple(r[n:])}")
     return bad
+
+
+# -- shared-archive rounds --------------------------------------------------------------------------------------------
+# Several jobs of every mode over the same tables, one destination database and one registry (test_chaos.py,
+# SharedRound). Their `where`s overlap by design: jc (copy-only) with ja (archive) and with jp (purge), ja with jb
+# (another archive job); archive and purge never overlap, so that a row the destination holds under a purged root
+# can only be a copy-only copy (kept, possibly of an older version: "rows copy-only copied before stay in the
+# archive"), never an archive's. v changes with every application update of a root, so roots move between the jobs.
+# Over the cold roots, by v % 6: 0 jc + jp, 1 jc only, 2 jc + ja, 3 ja + jb, 4 jb only, 5 jp only; hot roots: no job.
+SHARED_JOBS = {"jc": ("copy-only", (0, 1, 2)), "ja": ("archive", (2, 3)), "jb": ("archive", (3, 4)),
+               "jp": ("purge", (0, 5))}
+SHARED_MOD = 6
+
+
+def shared_where(job):
+    return f"cold = 1 AND v % {SHARED_MOD} IN ({', '.join(str(x) for x in SHARED_JOBS[job][1])})"
+
+
+def shared_eligible(schema, job, root_row):
+    cols = schema.cols["r"]
+    return root_row[cols.index("cold")] == 1 and root_row[cols.index("v")] % SHARED_MOD in SHARED_JOBS[job][1]
+
+
+# The copy-only sweep keeps, in the copy of a root gone from the source, a row the source still holds when a kept
+# only-version row hangs under it (a child the application deleted): the archive then holds an old version of that
+# row under the gone root, and every archive (or copy-only) run of the row's current root meets it as a conflict, exit
+# 1, on every run ("held_parent", found by the shared rounds; tests/chaos/repro_held_parent.py). Reported
+# (counted, its rows and wedged roots named) and, until the engine is fixed, allowed unless CHAOS_STRICT=1.
+HELD_PARENT_ALLOWED = not os.environ.get("CHAOS_STRICT")
+
+
+def held_parents(schema, src, dst):
+    """{(table, key)} of destination rows the source still holds, under a destination root that is gone from the
+    source, kept there as the parent of a destination row the source no longer holds (directly or through another
+    such row): the copy-only sweep's "held parent" (HELD_PARENT_ALLOWED)."""
+    def dest_root(t, key):
+        while t != "r":
+            row = dst[t].get(key)
+            if row is None:
+                return None
+            key, t = schema.parent_of(t, row), schema.PARENT[t]
+        return key
+
+    held = set()
+    for t in reversed(schema.TABLES):  # children first: a held c can make its own parent held
+        child = schema.CHILD.get(t)
+        if child is None or t == "r":
+            continue
+        kept_children = {schema.parent_of(child, row) for k, row in dst[child].items()
+                         if k not in src[child] or (child, k) in held}
+        for key in dst[t]:
+            if key in src[t] and key in kept_children:
+                root = dest_root(t, key)
+                if root is not None and root not in src["r"]:
+                    held.add((t, key))
+    return held
+
+
+def check_shared(schema, model, src_db, dst_db, wedged=None):
+    """Failures {category: [example lines]} of a shared-archive round's end state against the model, after the final
+    clean runs jc, ja, jb, jp, jc (the application stopped). With C, A and P the final root version's eligibility for
+    copy-only (jc), archive (ja or jb) and purge (jp), every row of the model (latest committed version R):
+
+      P: gone from the source (purged; in neither server is no loss); a destination row is allowed at any version
+         (a copy-only copy made before the purge, the only version: "only_version"), never in the source;
+      A: in the destination at R; in the source too (at R) only when C: the archive found jc's copy and left the
+         root in the source ("blocked", allowed and reported), else it must have left the source;
+      neither: in the source at R; in the destination at R exactly when C (jc's copy), else not at all.
+
+    Rows the application deleted: in neither server, except in the destination under a root that is gone from the
+    source (deleted or re-keyed by the application, or purged): a copy-only copy's only version, allowed. No
+    orphans on either side; no unknown rows.
+
+    A row the copy-only sweep kept as a held parent (held_parents) is reported as "held_parent", and the rows of the
+    root it belongs to now (added to the set WEDGED) as "wedged" instead of unarchived or uncopied: archive and
+    copy-only runs meet the held row as a conflict."""
+    bad = collections.defaultdict(list)
+    src = {t: table_rows(schema, "source", src_db, t) for t in schema.TABLES}
+    dst = {t: table_rows(schema, "destination", dst_db, t) for t in schema.TABLES}
+    held = held_parents(schema, src, dst)
+    wedged = set() if wedged is None else wedged
+    for t, key in sorted(held):
+        root = model.root_of(t, key)
+        wedged.add(root)
+        bad["held_parent"].append(f"{t} {key}: the destination holds {dst[t][key]} under a root gone from the "
+                                  f"source, as the parent of a kept only-version row; the source holds "
+                                  f"{src[t][key]} (its root now {root})")
+
+    def dest_root(t, key):
+        while t != "r":
+            row = dst[t].get(key)
+            if row is None:
+                return None
+            key, t = schema.parent_of(t, row), schema.PARENT[t]
+        return key
+
+    def el(job, root):
+        return shared_eligible(schema, job, model.rows["r"][root])
+
+    def purged(root):
+        return root in model.rows["r"] and el("jp", root)
+
+    for t in schema.TABLES:
+        for key, row in model.rows[t].items():
+            STATS["row_checks"] += 1
+            s, d = src[t].get(key), dst[t].get(key)
+            root = model.root_of(t, key)
+            why = model.why(t, key)
+            if s is not None and s != row:
+                bad["stale"].append(f"{t} {key}: the source has {s}, latest committed version is {row}{why}")
+            if root is None:
+                if s is None:
+                    bad["lost"].append(f"{t} {key}: its root is missing in the model and it left the source{why}")
+                continue
+            c, a, p = el("jc", root), el("ja", root) or el("jb", root), el("jp", root)
+            tag = f"root {root}: copy-only {int(c)}, archive {int(a)}, purge {int(p)}"
+            if (t, key) in held:
+                continue  # reported above; its source side was checked
+            if root in wedged and s == row and d is None and (a or c) and not p:
+                bad["wedged"].append(f"{t} {key} ({tag}): stays in the source, its root is wedged by a held parent")
+                continue
+            if d is not None and d != row:
+                if s is None and p:
+                    bad["only_version"].append(f"{t} {key} ({tag}): purged, an older copy-only copy kept: {d}")
+                else:
+                    bad["stale"].append(f"{t} {key} ({tag}): the destination has {d}, latest committed version is "
+                                        f"{row}{why}")
+            if p:
+                if s is not None:
+                    bad["unarchived"].append(f"{t} {key} ({tag}): not purged after the final clean purge run")
+            elif a:
+                if d is None:
+                    bad["lost" if s is None else "unarchived"].append(
+                        f"{t} {key} ({tag}): not in the destination (source has {s}){why}")
+                elif s is not None:
+                    if c:
+                        if t == "r":
+                            bad["blocked"].append(f"r {key} ({tag}): stays in the source, its copy-only copy is in "
+                                                  "the destination")
+                    else:
+                        bad["duplicated"].append(f"{t} {key} ({tag}): in the source and the destination{why}")
+            else:
+                if s is None:
+                    bad["lost"].append(f"{t} {key} ({tag}): gone from the source (destination has {d}){why}")
+                if c and s is not None and d is None:
+                    bad["uncopied"].append(f"{t} {key} ({tag}): not in the destination after the final copy-only "
+                                           f"run{why}")
+                elif not c and d is not None:
+                    bad["misplaced"].append(f"{t} {key} ({tag}): in the destination, no job puts it there{why}")
+        for where, rows in (("source", src[t]), ("destination", dst[t])):
+            for key in rows:
+                if key in model.rows[t]:
+                    continue
+                if key not in model.deleted[t]:
+                    bad["stale"].append(f"{t} {key}: unknown row in the {where}: {rows[key]}")
+                    continue
+                gone_root = dest_root(t, key) if where == "destination" else None
+                if where == "destination" and gone_root is not None and gone_root not in src["r"] and \
+                        (gone_root not in model.rows["r"] or purged(gone_root)):
+                    bad["only_version"].append(f"{t} {key}: deleted by the application, its copy under root "
+                                               f"{gone_root} (gone from the source) kept as the only version")
+                    continue
+                bad["stale"].append(f"{t} {key}: deleted by the application, still in the {where}: {rows[key]}"
+                                    + model.why(t, key))
+    for child, fk, parent, refs in schema.relations():
+        for server, db in (("source", src_db), ("destination", dst_db)):
+            for r in campaignkit.orphans(server, db, child, fk, parent, refs, schema.pk[child] + fk):
+                n = len(schema.pk[child])
+                bad["orphans"].append(f"{child} {tuple(r[:n])} in the {server} without its {parent} {tuple(r[n:])}")
+    return bad
+
+
+def destination_state(schema, dst_db, job_schema):
+    """What a run that moves anything changes on the destination (the application writes the source only): the
+    checksum of every archived table and the registry's batches."""
+    out = {t: gatest.checksum_table("destination", dst_db, t) for t in schema.TABLES}
+    out["batches"] = gatest.sql("destination", f"SELECT id, job_id, state, roots FROM {q(job_schema)}.`batches` "
+                                               "ORDER BY id")
+    return out
+
+
+def unfinished_of(job_schema, job):
+    """Roots in JOB's unfinished batches (copied or deleting)."""
+    return int(gatest.sql("destination", f"SELECT IFNULL(SUM(b.roots), 0) FROM {q(job_schema)}.`batches` b JOIN "
+                                         f"{q(job_schema)}.`jobs` j ON j.id = b.job_id WHERE j.name = %s AND "
+                                         "b.state IN ('copied', 'deleting')", (job,))[0][0])
+
+
+def server_pid(name):
+    """The pid of this suite's server NAME (source, destination), from its pid file; None when it has none."""
+    path = os.path.join(OWN.env["GOARCHIVE_TEST_DIR"], name, "mariadbd.pid")
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def report(bad, what, limit=8):

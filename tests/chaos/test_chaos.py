@@ -27,10 +27,35 @@ are archive or purge rounds (copy-only refuses them) with integer or composite k
 SINGLE-TABLE rounds (tables=1) have the root table r only, a job without relations (the engine's single-table path):
 the application updates, inserts, deletes, re-keys roots and flips their `where` column; never a diamond.
 
+SHARED-ARCHIVE rounds (shared_round) run four jobs over the same tables, one destination database and one registry:
+jc copy-only, ja and jb archive, jp purge, with overlapping `where`s (chaoskit.SHARED_JOBS), one after another and
+interleaved (--max-runtime), SIGKILLed in every mode, while the application writes. They check the ownership rules of
+goarchive(1) ("One owner per archived row"): after a kill that left a batch unfinished, another mode of that job is
+refused (exit 1, "job X has unfinished <mode> work ... run `goarchive <mode> -j X` first") and so is another job (the
+unfinished-work guard, exit 4 or 1), each having moved nothing, and the job's own mode then finishes it; a second
+registry (another job_schema) and a second source database on the same archive database are refused (exit 2, "the
+archive database ... is filled by the runs of"), nothing moved. After the final clean runs (jc, ja, jb, jp, jc) the
+oracle (chaoskit.check_shared) expects: a root archive takes that jc had copied stays in the source beside jc's copy
+("blocked", allowed and reported, and the archive run must say so: "written by another run"); a purged root is gone
+from the source, a copy-only copy of it stays (at any version: its only version); everything else as in the
+single-job rounds, and nothing lost, stale, duplicated or orphaned.
+
+FAULTS BEYOND SIGKILL (fault_run): a round that draws one runs goarchive once paused at a commit point of its mode
+(GOARCHIVE_PAUSE=<point>:1:<file>) while the application writes, injects the fault there and proves it happened,
+then lets goarchive go on: the source or the destination restarted (scripts/servers.sh stop + start; its pid
+changed; the application holds its writes across a source restart, so that no commit of its is in flight and
+ambiguous), every connection of the loopback proxy (tests/faults/tcpproxy.py) between goarchive and a server cut
+(N > 0 connections, and the lock session through it ended; the round's runs all go through the proxies), or a lock
+session of goarchive killed (KILL CONNECTION of the holder that IS_USED_LOCK names, goarchive(1) "Finding a lock
+holder"; its lock released). The run must then end rc 1 or 0 (never hang), commit nothing more to the archive, and
+a rerun must finish (rc 0); the round's oracle holds at the end.
+
 The first rounds (COVER) are fixed shapes that cover every pair of mode x key x relation kind x verification that
-can exist (pairwise; 12 rounds), with data from the fixed seed 20261201; the rounds after them draw their shape at
-random from CHAOS_SEED. In CI (CHAOS_ROUNDS unset) two random rounds follow the cover, and CHAOS_SEED defaults to a
-number taken from the git commit, so the random part rotates with every commit (printed, to rerun a failure).
+can exist (pairwise; 12 rounds; four of them carry one fault of each kind, COVER_FAULTS), then two fixed shared-archive
+rounds (SHARED_COVER), with data from the fixed seed 20261201; the rounds after them draw their shape at random from
+CHAOS_SEED (a fifth of them shared-archive rounds, and 40% of the others with a fault beyond SIGKILL). In CI
+(CHAOS_ROUNDS unset) two random rounds follow, and CHAOS_SEED defaults to a number taken from the git commit, so the
+random part rotates with every commit (printed, to rerun a failure).
 
 The test proves that the chaos happened: every round must commit at least MIN_WRITES_PER_SECOND application writes per
 second of load (and fewer failed writes than committed ones), SIGKILL goarchive at least twice (rc -9), of which its
@@ -38,12 +63,14 @@ first run at a fault point (GOARCHIVE_FAULT=<point>:1, which must kill), and lea
 final clean run (no unfinished batch, no job or run marked running, no conflict unless allowed). The suite refuses a
 binary without the fault hooks (campaignkit.require_fault_hooks).
 
-Environment: CHAOS_SEED (default: from the git commit), CHAOS_ROUNDS (default: the 12 cover rounds + 2 random ones),
+Environment: CHAOS_SEED (default: from the git commit), CHAOS_ROUNDS (default: the 12 cover rounds, 2 shared-archive
+rounds and 2 random ones),
 CHAOS_SECONDS (seconds of load per round, default 6), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
 CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run,
 CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PROOF=1 runs without the commit proof,
 CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind;
-tables=1 forces the single-table shape, tables=3 the three tables).
+tables=1 forces the single-table shape, tables=3 the three tables; shared=1 (or mode=shared) the shared-archive rounds;
+fault=restart_source|restart_destination|proxy|lock_kill one fault beyond SIGKILL in every round that is not shared).
 It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
 the end. Needs the Debug build (fault hooks).
 """
@@ -52,18 +79,26 @@ import collections
 import json
 import os
 import random
+import re
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chaoskit  # noqa: E402  (puts tests/integration on sys.path)
 import campaignkit  # noqa: E402
-from chaoskit import (ALLOWED, CATEGORIES, POINTS, STATS, App, Model, Schema, check, conflict_roots,  # noqa: E402
-                      load, registry_failures, report, run, servers, tail)
+from chaoskit import (ALLOWED, CATEGORIES, POINTS, SHARED_JOBS, STATS, App, Model, Schema, check,  # noqa: E402
+                      check_shared, conflict_roots, destination_state, load, registry_failures, report, run, servers,
+                      server_pid, shared_where, tail, unfinished_of)
+from lockkit import job_lock_holder, table_lock_holder  # noqa: E402
+
+sys.path.insert(0, os.path.join(chaoskit.ROOT, "tests", "faults"))
+from tcpproxy import TcpProxy  # noqa: E402
 
 import gatest  # noqa: E402
+import lockkit  # noqa: E402
 from scenario import BIN, Scenario  # noqa: E402
 
 q = gatest.quote_ident
@@ -84,6 +119,32 @@ COVER = [
 ]
 COVER_SEED = 20261201  # the cover rounds' data in CI: the same every run
 RANDOM_IN_CI = 2  # random rounds after the cover when CHAOS_ROUNDS is unset
+# Shared-archive rounds in CI, after COVER: (key, relation kind, verification); the four jobs of SHARED_JOBS (every
+# mode) over one destination database and one registry.
+SHARED_COVER = [("int", "dbfk", "sha256"), ("varchar", "config", "count")]
+SHARED_SHARE = 0.2  # of the random rounds
+# Faults beyond SIGKILL, one per round that draws one, injected while goarchive is paused at a commit point
+# (GOARCHIVE_PAUSE) and the application writes: the source or the destination restarted (scripts/servers.sh stop +
+# start), every connection of the loopback proxy between goarchive and a server cut (the whole round's runs go
+# through tests/faults/tcpproxy.py), a lock session of goarchive killed (KILL CONNECTION of the holder that man
+# goarchive(1) "Finding a lock holder" names).
+FAULT_KINDS = ["restart_source", "restart_destination", "proxy", "lock_kill"]
+COVER_FAULTS = {1: "proxy", 3: "restart_source", 4: "lock_kill", 8: "restart_destination"}  # CI: each kind once
+FAULT_SHARE = 0.4  # of the random rounds that are not shared
+# Where a fault is injected: commit points of each mode (the first batch's: always reached under load).
+PAUSE_POINTS = {
+    "archive": ["before_copy_commit", "after_copy_commit", "after_mark_deleting", "before_delete_commit",
+                "after_delete_commit"],
+    "copy-only": ["before_copy_commit", "after_copy_commit", "after_verify"],
+    "purge": ["before_delete_commit", "after_delete_commit"],
+}
+# Shared rounds: the first kill of each mode is at a point that leaves the batch unfinished, so that the other
+# modes of that job are refused until it is finished by its own mode.
+UNFINISHED_POINTS = {
+    "copy-only": ["after_copy_commit", "after_verify"],
+    "archive": ["after_copy_commit", "after_mark_deleting", "after_delete_commit"],
+    "purge": ["after_delete_commit"],
+}
 
 
 def commit_seed():
@@ -98,7 +159,7 @@ def commit_seed():
 
 SEED = int(os.environ.get("CHAOS_SEED") or commit_seed())
 CI = not os.environ.get("CHAOS_ROUNDS")
-ROUNDS = len(COVER) + RANDOM_IN_CI if CI else int(os.environ["CHAOS_ROUNDS"])
+ROUNDS = len(COVER) + len(SHARED_COVER) + RANDOM_IN_CI if CI else int(os.environ["CHAOS_ROUNDS"])
 SECONDS = float(os.environ.get("CHAOS_SECONDS") or 6)
 VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
 # What every round must show it exercised (a round that exercised nothing fails): committed application writes per
@@ -106,6 +167,8 @@ VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
 MIN_WRITES_PER_SECOND = 50
 MIN_KILLS = 2
 POINTS_FIRED = collections.Counter()  # fault point -> SIGKILLs it gave, over the whole run
+PAUSES = collections.Counter()  # commit point -> faults injected while goarchive was paused there
+HELD = []  # the shared rounds that met the copy-only sweep's held parent (chaoskit.HELD_PARENT_ALLOWED)
 RESULTS = []  # one dict per round
 RC1 = []  # the last log line of the first runs that ended rc 1 under load
 
@@ -125,21 +188,38 @@ def tearDownModule():
             servers("stop", "source", "destination")
     finally:
         print("\n" + closing_table(), file=sys.stderr, flush=True)
-        path = os.environ.get("CHAOS_STATS_FILE")
-        if path:
-            with open(path, "w") as f:
-                json.dump({"seed": SEED, "stats": dict(STATS), "rounds": RESULTS}, f, indent=1, default=str)
+        write_stats()
+
+
+def write_stats():
+    """The counts so far to CHAOS_STATS_FILE (after every round: a long run stopped early still has its numbers)."""
+    path = os.environ.get("CHAOS_STATS_FILE")
+    if path:
+        with open(path + ".tmp", "w") as f:
+            json.dump({"seed": SEED, "stats": dict(STATS), "rounds": RESULTS, "points": dict(POINTS_FIRED),
+                       "pauses": dict(PAUSES)}, f, indent=1, default=str)
+        os.replace(path + ".tmp", path)
 
 
 def closing_table():
     s = STATS
     rows = [("rounds (failed)", f"{s['rounds']} ({s['rounds_failed']})"),
             ("  single-table rounds", s["rounds_single"]),
+            ("  shared-archive rounds", s["rounds_shared"]),
+            ("  rounds with a fault beyond SIGKILL", s["rounds_fault"]),
             ("application writes committed", s["writes"]),
             ("  skipped (row or parent gone) / failed (errors)", f"{s['skipped']} / {s['app_errors']}"),
             ("goarchive runs under load", s["runs"]),
             ("SIGKILLs (timer / fault point)", f"{s['kills']} ({s['kills_timer']} / {s['kills_point']})"),
             ("fault points that killed", len(POINTS_FIRED)),
+            ("faults beyond SIGKILL injected (paused at a commit point)", s["faults"]),
+            ("  source / destination restarts", f"{s['fault_restart_source']} / {s['fault_restart_destination']}"),
+            ("  proxy cuts (connections cut) / lock sessions killed",
+             f"{s['fault_proxy']} ({s['proxy_connections_cut']}) / {s['fault_lock_kill']}"),
+            ("  the faulted run ended rc 1 / rc 0", f"{s['fault_rc1']} / {s['fault_rc0']}"),
+            ("shared rounds: refused other mode / other job (guard)",
+             f"{s['shared_refused_mode']} / {s['shared_refused_guard']}"),
+            ("shared rounds: second registry or source refused", s["shared_refused_owner"]),
             ("runs ending rc 1 under load / rc 4", f"{s['rc1']} / {s['rc4']}"),
             ("final clean runs failed", s["final_failed"])]
     rows += [(k, s[k]) for k in CATEGORIES]
@@ -147,9 +227,17 @@ def closing_table():
     rows.append(("unarchived in diamond rounds (failures)", s["unarchived_diamond"]))
     rows.append(("allowed: blocked diamond roots", s["blocked"]))
     rows.append(("allowed: copy-only copies of deleted roots kept", s["only_version"]))
+    rows.append(("allowed: roots blocked by another job's copy (shared)", s["blocked_shared"]))
+    rows.append((f"KNOWN ENGINE BUG{'' if chaoskit.HELD_PARENT_ALLOWED else ' (failures: CHAOS_STRICT)'}: held parents "
+                 "kept by the sweep (rounds) / rows wedged",
+                 f"{s['held_parent']} ({s['rounds_held_parent']}) / {s['wedged']}"))
     rows.append(("row checks", s["row_checks"]))
     out = campaignkit.closing_table(f"chaos closing table (CHAOS_SEED={SEED})", rows)
     out.append("SIGKILLs per fault point: " + ", ".join(f"{p} {n}" for p, n in sorted(POINTS_FIRED.items())))
+    out.append("faults beyond SIGKILL per commit point: " + ", ".join(f"{p} {n}" for p, n in sorted(PAUSES.items())))
+    if HELD:
+        out.append("rounds where the copy-only sweep kept a held parent (known engine bug, first 5):")
+        out += [f"  {line}" for line in HELD[:5]]
     if RC1:
         out.append("runs ending rc 1 under load (first ones):")
         out += [f"  {line}" for line in RC1]
@@ -162,18 +250,25 @@ def closing_table():
 
 def round_seed(i):
     """The seed of round I's draws and data: the fixed one for CI's cover rounds, CHAOS_SEED otherwise."""
-    return COVER_SEED if CI and i < len(COVER) else SEED
+    return COVER_SEED if CI and i < len(COVER) + len(SHARED_COVER) else SEED
 
 
 def round_params(i, rng):
     """Round I's kind: the first rounds are COVER's fixed shapes; later rounds draw at random, a third of the archive
     and purge ones diamonds (integer or composite keys), a quarter of the others single-table."""
-    diamond, tables = False, 3
+    diamond, tables, shared, fault = False, 3, False, ""
     if i < len(COVER):
         mode, key, kind, verification = COVER[i]
         dbfk = kind == "dbfk"
         diamond = kind == "diamond"
         tables = 1 if kind == "single" else 3
+        fault = COVER_FAULTS.get(i, "")
+    elif CI and i < len(COVER) + len(SHARED_COVER):
+        key, kind, verification = SHARED_COVER[i - len(COVER)]
+        mode, dbfk, shared = "shared", kind == "dbfk", True
+    elif rng.random() < SHARED_SHARE:
+        mode, key, shared = "shared", rng.choice(KEYS), True
+        dbfk, verification = rng.random() < 0.5, rng.choice(VERIFICATIONS)
     else:
         mode, key = rng.choice(MODES), rng.choice(KEYS)
         dbfk, verification = rng.random() < 0.5, rng.choice(VERIFICATIONS)
@@ -184,10 +279,13 @@ def round_params(i, rng):
     batch = rng.randint(100, 400) if large else rng.randint(2, 8)
     p = {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
          "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
-         "roots": rng.randint(150, 260), "diamond": diamond, "tables": tables}
+         "roots": rng.randint(150, 260), "diamond": diamond, "tables": tables, "shared": shared, "fault": fault}
     # Single-table rounds: drawn after every other draw, among the random rounds that are no diamond.
     if i >= len(COVER) and not diamond and rng.random() < 9 / 28:
         p["tables"] = 1
+    if i >= len(COVER) and not shared and not (CI and i < len(COVER) + len(SHARED_COVER)) and \
+            rng.random() < FAULT_SHARE:
+        p["fault"] = rng.choice(FAULT_KINDS)
     # CHAOS_FORCE="mode=archive,key=composite,dbfk=1,batch_size=4": every round of that shape (to stress one kind).
     forced = set()
     for item in filter(None, os.environ.get("CHAOS_FORCE", "").split(",")):
@@ -198,6 +296,14 @@ def round_params(i, rng):
         forced.add(k)
     if p["tables"] not in (1, 3):
         raise ValueError(f"CHAOS_FORCE: tables={p['tables']}: 3 (r -> c -> g) or 1 (r only)")
+    if p["fault"] and p["fault"] not in FAULT_KINDS:
+        raise ValueError(f"CHAOS_FORCE: fault={p['fault']}: one of {', '.join(FAULT_KINDS)} (or empty)")
+    if "shared" in forced or "mode" in forced:
+        p["shared"] = p["shared"] if "shared" in forced else p["mode"] == "shared"
+        if p["shared"]:
+            p["mode"], p["diamond"], p["fault"] = "shared", False, ""
+        elif p["mode"] == "shared":
+            raise ValueError("CHAOS_FORCE: mode=shared with shared=0")
     if p["tables"] == 1 and p["diamond"]:
         if "diamond" in forced and "tables" in forced:
             raise ValueError("CHAOS_FORCE: a diamond needs the three tables (tables=3)")
@@ -208,7 +314,33 @@ def round_params(i, rng):
     return p
 
 
+def retarget(cfg, src_port=None, dst_port=None, src_db=None, job_schema=None):
+    """A copy of config file CFG with the source's port or database, or the destination's port or job_schema,
+    changed; returns its path."""
+    with open(cfg) as f:
+        text = f.read()
+    src, dst = text.split("[destination]", 1)
+    if src_port:
+        src = re.sub(r"(?m)^port = \d+$", f"port = {src_port}", src, count=1)
+    if src_db:
+        src = re.sub(r'(?m)^database = ".*"$', f'database = "{src_db}"', src, count=1)
+    if dst_port:
+        dst = re.sub(r"(?m)^port = \d+$", f"port = {dst_port}", dst, count=1)
+    if job_schema:
+        dst = re.sub(r'(?m)^job_schema = ".*"$', f'job_schema = "{job_schema}"', dst, count=1)
+    out = f"{cfg[:-5]}-{src_port or ''}{dst_port or ''}{src_db or ''}{job_schema or ''}.toml"
+    with open(out, "w") as f:
+        f.write(src + "[destination]" + dst)
+    return out
+
+
 def kind_of(p):
+    if p["shared"]:
+        rels = "" if p["tables"] == 1 else f"{'DB foreign keys' if p['dbfk'] else 'config-only relations'}, "
+        return (f"SHARED archive ({' '.join(f'{j}={m}' for j, (m, _) in SHARED_JOBS.items())}), "
+                f"{'single table, ' if p['tables'] == 1 else ''}{p['key']} keys, {rels}{p['verification']}, batch "
+                f"{p['batch_size']}/{p['delete_batch_size']}")
+    fault = f", fault {p['fault']}" if p["fault"] else ""
     if p["tables"] == 1:  # no relations: dbfk declares nothing
         shape = "single table, "
         rels = ""
@@ -216,34 +348,151 @@ def kind_of(p):
         shape = "DIAMOND " if p["diamond"] else ""
         rels = f"{'DB foreign keys' if p['dbfk'] else 'config-only relations'}, "
     return (f"{shape}{p['mode']}, {p['key']} keys, {rels}"
-            f"{p['verification']}, batch {p['batch_size']}/{p['delete_batch_size']}")
+            f"{p['verification']}, batch {p['batch_size']}/{p['delete_batch_size']}{fault}")
 
 
 class Chaos(unittest.TestCase):
     maxDiff = None
 
-    def goarchive(self, sc, mode, cfg, env=None, kill_after=None):
-        rc, out, err = run(BIN, [mode, "-c", cfg, "-j", "j", "--no-progress"], env=env, kill_after=kill_after)
+    def goarchive(self, sc, mode, cfg, env=None, kill_after=None, job="j", extra=()):
+        rc, out, err = run(BIN, [mode, "-c", cfg, "-j", job, "--no-progress", *extra], env=env,
+                           kill_after=kill_after)
         if VERBOSE:
-            print(f"    {mode} env={env} kill_after={kill_after}: rc={rc}\n{tail(err, 4)}", file=sys.stderr,
-                  flush=True)
+            print(f"    {mode} -j {job} {' '.join(extra)} env={env} kill_after={kill_after}: rc={rc}\n{tail(err, 4)}",
+                  file=sys.stderr, flush=True)
         return rc, out, err
 
-    def clean_run(self, sc, mode, cfg, log):
-        """MODE to its end with the application stopped (rc 4: a killed run's locks are still being released)."""
+    def clean_run(self, sc, mode, cfg, log, job="j", what="final"):
+        """MODE to its end (rc 4: a killed run's locks are still being released, try again)."""
         deadline = time.monotonic() + 60
         while True:
-            rc, out, err = self.goarchive(sc, mode, cfg)
-            log.append(f"final {mode}: rc={rc}")
+            rc, out, err = self.goarchive(sc, mode, cfg, job=job)
+            log.append(f"{what} {mode} -j {job}: rc={rc}" + ("" if rc in (0, 4) else f"\n    {tail(err, 1)}"))
             if rc != 4 or time.monotonic() > deadline:
                 return rc, out, err
             time.sleep(1)
+
+    # -- faults beyond SIGKILL ----------------------------------------------------------------------------------
+    def fault_run(self, sc, schema, kind, mode, cfg, app, rng, proxies, log, fired):
+        """One run of MODE paused at a commit point (GOARCHIVE_PAUSE=<point>:1:<file>) while the application writes;
+        there the fault KIND is injected and proven (the server's pid changed, the proxy cut N > 0 connections and
+        the lock holders' sessions ended, the KILLed lock session's lock was released); then the pause file goes.
+        The run must end (rc 0 or 1, never a hang), commit nothing to the archive after the fault, and a rerun must
+        finish (rc 0). Returns a list of failures."""
+        failures = []
+        for attempt in range(4):
+            point = rng.choice(PAUSE_POINTS[mode])
+            pause = os.path.join(sc.tmp, f"pause-{attempt}")
+            open(pause, "w").close()
+            env = dict(os.environ, GOARCHIVE_PAUSE=f"{point}:1:{pause}")
+            with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+                proc = subprocess.Popen([BIN, mode, "-c", cfg, "-j", "j", "--no-progress"], stdout=out, stderr=err,
+                                        env=env, text=True)
+                try:
+                    deadline = time.monotonic() + 60
+                    while not os.path.exists(pause + ".reached") and proc.poll() is None and \
+                            time.monotonic() < deadline:
+                        time.sleep(0.02)
+                    reached = os.path.exists(pause + ".reached")
+                    if not reached:
+                        os.unlink(pause)
+                        proc.wait(120)
+                        err.seek(0)
+                        log.append(f"{mode} (pause at {point}:1, {kind}): never reached, rc={proc.returncode}")
+                        if proc.returncode not in (0, 1, 4):
+                            failures.append(f"a run paused at {point} ended rc={proc.returncode} before reaching it:"
+                                            f"\n{tail(err.read(), 3)}")
+                        continue
+                    proof = self.inject(sc, schema, kind, app, rng, proxies)
+                    time.sleep(0.3)  # a commit the server got before the fault is visible now
+                    before = destination_state(schema, sc.dst_db, sc.job_schema)
+                    os.unlink(pause)
+                    rc = proc.wait(120)
+                finally:
+                    if os.path.exists(pause):
+                        os.unlink(pause)
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                err.seek(0)
+                text = err.read()
+            if os.environ.get("CHAOS_LOG"):
+                with open(os.environ["CHAOS_LOG"], "a") as f:
+                    f.write(f"==== {mode} paused at {point}:1, fault {kind}: {proof}; rc={rc}\n{text}")
+            STATS["faults"] += 1
+            STATS[f"fault_{kind}"] += 1
+            STATS[f"fault_rc{rc}"] += 1
+            PAUSES[point] += 1
+            log.append(f"{mode} (paused at {point}:1, {kind}: {proof}): rc={rc}" +
+                       ("" if rc == 0 else f"\n    {tail(text, 1)}"))
+            if rc not in (0, 1):
+                failures.append(f"after {kind} at {point} ({proof}) the run ended rc={rc}, not 0 or 1:\n"
+                                f"{tail(text, 3)}")
+            after = destination_state(schema, sc.dst_db, sc.job_schema)
+            if after != before:
+                failures.append(f"after {kind} at {point} ({proof}) the run (rc={rc}) still committed to the "
+                                f"archive:\n  before {before}\n  after  {after}")
+            for _ in range(3):  # the rerun must finish (rc 1 under load: a root in conflict, tried again)
+                rc2, out2, err2 = self.clean_run(sc, mode, cfg, log, what=f"rerun after {kind}")
+                if rc2 == 0:
+                    break
+            else:
+                failures.append(f"the rerun after {kind} at {point} did not finish: rc={rc2}\n{tail(err2, 3)}")
+            return failures
+        return failures + [f"{kind}: no commit point of {mode} was reached in 4 runs: the fault was never injected"]
+
+    def inject(self, sc, schema, kind, app, rng, proxies):
+        """Injects fault KIND while goarchive is paused and proves it happened (AssertionError otherwise); returns
+        a line saying what was done."""
+        if kind.startswith("restart_"):
+            name = kind.split("_", 1)[1]
+            pid = server_pid(name)
+            if name == "source":
+                app.hold()  # no application commit in flight across the restart (its outcome would be unknown)
+            try:
+                servers("stop", name)
+                servers("start", name)
+            finally:
+                if name == "source":
+                    app.resume()
+            new = server_pid(name)
+            self.assertTrue(pid and new and new != pid, f"the {name} did not restart (pid {pid} -> {new})")
+            uptime = int(gatest.sql(name, "SHOW GLOBAL STATUS LIKE 'Uptime'")[0][1])
+            self.assertLess(uptime, 60, f"the {name} restarted, yet its Uptime is {uptime}s")
+            return f"{name} restarted, pid {pid} -> {new}"
+        holders = {"source": lambda: table_lock_holder(sc.src_db, "r"),
+                   "destination": lambda: job_lock_holder(sc.job_schema, "j")}
+        if kind == "proxy":
+            sides = rng.choice([["source"], ["destination"], ["source", "destination"]])
+            held = {side: holders[side]() for side in sides}
+            for side, holder in held.items():
+                self.assertTrue(holder, f"goarchive, paused, holds no lock on the {side}")
+            n = {side: proxies[side].cut() for side in sides}
+            for side in sides:
+                self.assertGreater(n[side], 0, f"the {side} proxy had no connection to cut")
+                lockkit.wait_until(lambda side=side: holders[side]() != held[side], 10,
+                                   what=f"the {side} lock session {held[side]} to end after the cut")
+            STATS["proxy_connections_cut"] += sum(n.values())
+            return "cut " + ", ".join(f"{n[s]} {s} connection(s) (lock session {held[s]} ended)" for s in sides)
+        if kind == "lock_kill":
+            side = rng.choice(["source", "destination"])
+            holder = holders[side]()
+            self.assertTrue(holder, f"goarchive, paused, holds no lock on the {side}")
+            gatest.sql(side, f"KILL CONNECTION {int(holder)}")
+            lockkit.wait_until(lambda: holders[side]() != holder, 10,
+                               what=f"the KILLed {side} lock session {holder} to release its lock")
+            gone = gatest.sql(side, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s", (holder,))
+            self.assertEqual(gone[0][0], 0, f"the KILLed {side} lock session {holder} is still there")
+            return f"{side} lock session {holder} killed"
+        raise ValueError(kind)
 
     def one_round(self, i):
         seed = round_seed(i)
         rng = random.Random(f"{seed}:{i}")
         p = round_params(i, rng)
         kind = kind_of(p)
+        if p["shared"]:
+            return self.shared_round(i, p, rng, seed, kind)
         t0 = time.monotonic()
         schema = Schema(p["key"], p["dbfk"], p["diamond"], p["tables"])
         sc = Scenario(self, f"chaos{i}")
@@ -261,6 +510,14 @@ class Chaos(unittest.TestCase):
         final_cfg = cfg if not p["diamond"] else sc.config(
             {"j": schema.job()}, verification=p["verification"],
             processing={"batch_size": 100000, "delete_batch_size": p["delete_batch_size"]})
+        proxies = {}
+        if p["fault"] == "proxy":  # every goarchive run of the round through the proxies, which the fault cuts
+            proxies = {side: TcpProxy(int(os.environ[var])) for side, var in
+                       (("source", "GA_SOURCE_PORT"), ("destination", "GA_DEST_PORT"))}
+            cfg, final_cfg = (retarget(c, src_port=proxies["source"].port, dst_port=proxies["destination"].port)
+                              for c in (cfg, final_cfg))
+            for proxy in proxies.values():
+                self.addCleanup(proxy.close)
         app = App(model, sc.src_db, f"{seed}:{i}", threads=3)
         log = []
         first_conflict = []  # the runs up to the first that reported a conflict, with that run's log tail
@@ -273,7 +530,12 @@ class Chaos(unittest.TestCase):
             end = time.monotonic() + SECONDS
             durations = [0.5]  # seconds the uninterrupted runs took: the range of the timer kills
             first = True
-            while first or time.monotonic() < end:
+            fault_done = not p["fault"]
+            while first or time.monotonic() < end or not fault_done:
+                if not first and not fault_done:
+                    fault_done = True
+                    failures += self.fault_run(sc, schema, p["fault"], load_mode, cfg, app, rng, proxies, log, fired)
+                    continue
                 if first:
                     # The first run dies at a fault point it must reach (its first pass: every eligible root is
                     # still there), the one of this mode that has killed least so far: over a run every point fires.
@@ -367,6 +629,235 @@ class Chaos(unittest.TestCase):
         allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
         STATS["rounds"] += 1
         STATS["rounds_single"] += schema.tables == 1
+        STATS["rounds_fault"] += bool(p["fault"])
+        return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad,
+                              allowed, log, first_conflict, extra={"fault": p["fault"]} if p["fault"] else None)
+
+    # -- shared-archive rounds ------------------------------------------------------------------------------------
+    def shared_round(self, i, p, rng, seed, kind):
+        """Four jobs over the same tables, one destination database and one registry (chaoskit.SHARED_JOBS: jc
+        copy-only, ja and jb archive, jp purge, with overlapping `where`s) run one after another and interleaved
+        (one stopped by --max-runtime, then another) while the application writes; SIGKILLed in every mode. After
+        a kill that left a batch unfinished, another mode of that job must be refused (exit 1, "job X has
+        unfinished <mode> work ... run `goarchive <mode> -j X` first") and another job too (the guard: exit 4 while
+        the killed run's heartbeat is fresh, else 1), each having moved nothing; then the killed job's own mode
+        finishes it. A second registry (another job_schema) and a second source database writing to the same
+        archive database are refused (exit 2, "the archive database ... is filled by the runs of"), nothing moved.
+        The final clean runs jc, ja, jb, jp, jc; then chaoskit.check_shared and the registry of every job."""
+        t0 = time.monotonic()
+        schema = Schema(p["key"], p["dbfk"], False, p["tables"])
+        sc = Scenario(self, f"chaos{i}")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+        model = Model(schema)
+        load(schema, model, sc.src_db, rng, p["roots"])
+        # v spread over every residue, so that every job has roots from the start (the model read back)
+        sc.src(f"UPDATE r SET v = 1 + CRC32(payload) % {chaoskit.SHARED_MOD}")
+        model.rows["r"] = chaoskit.table_rows(schema, "source", sc.src_db, "r")
+        jobs = {name: dict(schema.job(), where=shared_where(name)) for name in SHARED_JOBS}
+        cfg = sc.config(jobs, verification=p["verification"],
+                        processing={"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]})
+        names = list(SHARED_JOBS)
+        mode_of = {name: m for name, (m, _) in SHARED_JOBS.items()}
+        app = App(model, sc.src_db, f"{seed}:{i}", threads=3)
+        log, failures = [], []
+        kills, fired = 0, collections.Counter()
+        killed_modes = collections.Counter()
+        refused = collections.Counter()  # mode (same job, other mode), guard (another job)
+        app.start()
+
+        def state():
+            return destination_state(schema, sc.dst_db, sc.job_schema)
+
+        def refused_probe(what, mode, job, rcs, texts):
+            """MODE -j JOB must be refused (rc in RCS, every one of TEXTS in its stderr) and move nothing."""
+            before = state()
+            rc, out, err = self.goarchive(sc, mode, cfg, job=job)
+            after = state()
+            log.append(f"{what}: {mode} -j {job}: rc={rc}\n    {tail(err, 1)}")
+            if rc not in rcs or not all(t in err for t in texts):
+                failures.append(f"{what}: {mode} -j {job} ended rc={rc}, expected {rcs} and {texts}:\n{tail(err, 3)}")
+            elif after != before:
+                failures.append(f"{what}: the refused {mode} -j {job} changed the destination or the registry:\n"
+                                f"  before {before}\n  after  {after}")
+            else:
+                refused[what] += 1
+                STATS[f"shared_refused_{what}"] += 1
+
+        def after_kill(job, mode):
+            """The killed JOB's batch: other modes and other jobs refused, then its own MODE finishes it."""
+            if unfinished_of(sc.job_schema, job) > 0:
+                other = rng.choice([m for m in MODES if m != mode])
+                refused_probe("mode", other, job, (1,), [f"job {job} has unfinished {mode} work",
+                                                         f"run `goarchive {mode} -j {job}` first"])
+            status = gatest.sql("destination", f"SELECT status FROM {q(sc.job_schema)}.jobs WHERE name = %s",
+                                (job,))
+            if unfinished_of(sc.job_schema, job) > 0 or (status and status[0][0] == "running"):
+                other_job = rng.choice([n for n in names if n != job])
+                refused_probe("guard", mode_of[other_job], other_job, (1, 4),
+                              ["shares tables with other jobs that are running or hold unfinished work",
+                               f'job "{job}"'])
+            rc, out, err = self.clean_run(sc, mode, cfg, log, job=job, what="its own mode finishes it:")
+            if rc not in (0, 1):
+                failures.append(f"{mode} -j {job} after its kill ended rc={rc}:\n{tail(err, 3)}")
+            if unfinished_of(sc.job_schema, job):
+                failures.append(f"{mode} -j {job} (rc={rc}) left its batch unfinished after its rerun")
+
+        try:
+            end = time.monotonic() + SECONDS
+            durations = [0.5]
+            # The first runs: one kill in every mode, at a point that leaves the batch unfinished.
+            firsts = [("jc", "copy-only"), (rng.choice(["ja", "jb"]), "archive"), ("jp", "purge")]
+            rng.shuffle(firsts)
+            while firsts or time.monotonic() < end:
+                extra = ()
+                if firsts:
+                    job, mode = firsts.pop()
+                    point = min(UNFINISHED_POINTS[mode], key=lambda x: POINTS_FIRED[x] + fired[x])
+                    env, kill_after, how = {"GOARCHIVE_FAULT": f"{point}:1"}, None, f"{point}:1"
+                    must_kill = True
+                else:
+                    job = rng.choice(names)
+                    mode = mode_of[job]
+                    must_kill = False
+                    x = rng.random()
+                    if x < 0.35:
+                        point = rng.choice(POINTS[mode])
+                        n = 1 if point == "after_locks" else rng.randint(1, 4)
+                        env, kill_after, how = {"GOARCHIVE_FAULT": f"{point}:{n}"}, None, f"{point}:{n}"
+                    elif x < 0.7:
+                        kill_after = round(rng.uniform(0.02, sorted(durations)[len(durations) // 2] * 1.1), 3)
+                        env, how = None, f"SIGKILL after {kill_after}s"
+                    elif x < 0.85:  # interleaved: stopped cleanly at a batch boundary, another job goes next
+                        env, kill_after, how = None, None, "--max-runtime 0.3s"
+                        extra = ("--max-runtime", "0.3s")
+                    else:
+                        env, kill_after, how = None, None, "no kill"
+                t1 = time.monotonic()
+                rc, out, err = self.goarchive(sc, mode, cfg, env=env, kill_after=kill_after, job=job, extra=extra)
+                STATS["runs"] += 1
+                log.append(f"{mode} -j {job} ({how}): rc={rc}" + ("" if rc in (0, -9, 4) else f"\n    {tail(err, 1)}"))
+                if must_kill and rc != -9:
+                    failures.append(f"GOARCHIVE_FAULT={how} did not kill {mode} -j {job} (rc={rc}): the point was "
+                                    f"never reached\n{tail(err, 3)}")
+                if rc == -9:
+                    kills += 1
+                    killed_modes[mode] += 1
+                    STATS["kills"] += 1
+                    STATS["kills_point" if env else "kills_timer"] += 1
+                    if env:
+                        fired[env["GOARCHIVE_FAULT"].split(":")[0]] += 1
+                    after_kill(job, mode)
+                elif rc == 4:
+                    STATS["rc4"] += 1
+                    time.sleep(0.5)
+                elif rc == 0:
+                    if not extra:
+                        durations.append(time.monotonic() - t1)
+                else:
+                    STATS["rc1"] += 1
+                    if len(RC1) < 5:
+                        RC1.append(f"round {i}: {mode} -j {job}: {tail(err, 1)[:300]}")
+        finally:
+            app.finish()
+        writes = sum(model.writes.values())
+        app_errors = sum(v for k, v in app.errors.items() if k != "skipped")
+        STATS["writes"] += writes
+        STATS["skipped"] += app.errors["skipped"]
+        STATS["app_errors"] += app_errors
+        POINTS_FIRED.update(fired)
+        min_writes = int(MIN_WRITES_PER_SECOND * SECONDS)
+        if writes < min_writes:
+            failures.append(f"only {writes} application writes committed in {SECONDS}s of load (at least {min_writes}"
+                            f" expected; errors: {dict(app.errors)})")
+        if app_errors >= max(writes, 1):
+            failures.append(f"{app_errors} application writes failed and only {writes} committed: {dict(app.errors)}")
+        missing = [m for m in MODES if not killed_modes[m]]
+        if kills < MIN_KILLS or not fired or missing:
+            failures.append(f"{kills} SIGKILLs ({dict(killed_modes)}): at least {MIN_KILLS}, at a fault point, and "
+                            f"one in every mode expected (none in {missing})")
+        if not refused["mode"] or not refused["guard"]:
+            failures.append(f"refusals seen: {dict(refused)}: a kill that left a batch unfinished must have made "
+                            "another mode of its job and another job be refused at least once")
+
+        # A second registry and a second source database on this archive database: refused, nothing moved.
+        js2 = f"ga2_{sc.id}"[:64]
+        src2 = f"s2_{sc.id}"[:64]
+        self.addCleanup(gatest.sql, "destination", f"DROP DATABASE IF EXISTS {q(js2)}")
+        self.addCleanup(gatest.sql, "source", f"DROP DATABASE IF EXISTS {q(src2)}")
+        gatest.sql("source", f"CREATE DATABASE {q(src2)}")
+        for t in schema.TABLES:
+            gatest.sql("source", schema.ddl(t), db=src2)
+        gatest.sql("source", f"INSERT INTO {q(src2)}.r SELECT * FROM {q(sc.src_db)}.r WHERE cold = 1 LIMIT 20")
+        probes = [("second registry", retarget(cfg, job_schema=js2), "ja"),
+                  ("second source", retarget(cfg, src_db=src2), "ja")]
+        for what, c2, job in probes:
+            before = (state(), {db: {t: gatest.checksum_table("source", db, t) for t in schema.TABLES}
+                                for db in (sc.src_db, src2)})
+            rc, out, err = self.goarchive(sc, "archive", c2, job=job)
+            after = (state(), {db: {t: gatest.checksum_table("source", db, t) for t in schema.TABLES}
+                               for db in (sc.src_db, src2)})
+            log.append(f"{what}: archive -j {job}: rc={rc}\n    {tail(err, 1)}")
+            if rc != 2 or "is filled by the runs of" not in err:
+                failures.append(f"{what} on the archive database: rc={rc}, expected 2 and \"is filled by the runs "
+                                f"of\":\n{tail(err, 3)}")
+            elif after != before:
+                failures.append(f"{what}: the refused run moved something:\n  before {before}\n  after  {after}")
+            else:
+                refused[what] += 1
+                STATS["shared_refused_owner"] += 1
+
+        # The final clean runs, the application stopped: every job to its end; jc last again (its sweep keeps the
+        # copies of purged roots as their only version).
+        final = {}
+        finals = []
+        for job in ["jc", "ja", "jb", "jp", "jc"]:
+            rc, out, err = self.clean_run(sc, mode_of[job], cfg, log, job=job)
+            final.setdefault(job, (rc, out, err))
+            finals.append((job, rc, out, err))
+        wedged = set()
+        bad = check_shared(schema, model, sc.src_db, sc.dst_db, wedged)
+        conflicts = conflict_roots(schema, sc.job_schema)
+        # Conflicts are allowed only on the roots a held parent wedges (chaoskit.HELD_PARENT_ALLOWED).
+        wedged_only = bool(conflicts) and conflicts <= wedged and chaoskit.HELD_PARENT_ALLOWED
+        for job, rc, out, err in finals:
+            if rc != 0 and not (rc == 1 and wedged_only and "are in conflict" in out + err):
+                failures.append(f"the final clean {mode_of[job]} -j {job} ended rc={rc}:\n{tail(err, 3)}")
+                STATS["final_failed"] += 1
+        reg = registry_failures(sc.job_schema, jobs=names)
+        if wedged_only:
+            reg = [line for line in reg if "conflict(s) recorded" not in line]
+        elif conflicts:
+            reg.append(f"conflict roots {sorted(conflicts)[:5]}, wedged roots {sorted(wedged, key=str)[:5]}")
+        bad["registry"] += reg
+        blocked_now = [line for line in bad.get("blocked", [])]
+        if blocked_now:
+            rc, out, err = final["ja"]
+            rc2, out2, err2 = self.goarchive(sc, "archive", cfg, job="ja")
+            log.append(f"archive -j ja again (roots blocked by copy-only copies): rc={rc2}")
+            text = out + err + out2 + err2
+            if "blocked and left in the source" not in text or "written by another run" not in text or \
+                    rc2 not in ((0, 1) if wedged_only else (0,)):
+                failures.append(f"{len(blocked_now)} root(s) stay in the source beside their copy-only copy, but the "
+                                f"archive run (rc={rc2}) did not report them as blocked (\"written by another "
+                                f"run\"):\n{tail(err2, 3)}")
+        for k in CATEGORIES + ("only_version", "held_parent", "wedged"):
+            STATS[k] += len(bad.get(k, []))
+        STATS["blocked_shared"] += len(bad.get("blocked", []))
+        STATS["rounds_held_parent"] += bool(bad.get("held_parent"))
+        if bad.get("held_parent"):
+            HELD.append(f"round {i} (CHAOS_SEED={seed}): {bad['held_parent'][0]}")
+        ok = ("blocked", "only_version") + (("held_parent", "wedged") if chaoskit.HELD_PARENT_ALLOWED else ())
+        allowed = {k: bad.pop(k) for k in ok if k in bad}
+        STATS["rounds"] += 1
+        STATS["rounds_shared"] += 1
+        STATS["rounds_single"] += schema.tables == 1
+        return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad,
+                              allowed, log, [], extra={"refused": dict(refused)})
+
+    def end_round(self, i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad, allowed, log,
+                  first_conflict, extra=None):
+        """Records and prints round I's result; returns its failure text (None when it passed)."""
         what = f"[CHAOS_SEED={seed} round {i}: {kind}]"
         summary = ", ".join(f"{k} {len(v)}" for k, v in bad.items() if v) or ("failed" if failures else "ok")
         if allowed:
@@ -376,17 +867,19 @@ class Chaos(unittest.TestCase):
         res = {"round": i, "kind": kind, "writes": writes, "ops": dict(model.writes), "kills": kills,
                "points": dict(fired), "app_errors": app_errors,
                "failed": bool(failures or any(bad.values())), "summary": summary,
-               "seconds": round(time.monotonic() - t0, 1)}
+               "seconds": round(time.monotonic() - t0, 1), **(extra or {})}
         RESULTS.append(res)
+        write_stats()
+        more = "".join(f", {k} {v}" for k, v in (extra or {}).items())
         print(f"  round {i}: {kind}: {writes} writes ({app_errors} failed), {kills} kills ({sum(fired.values())} at "
-              f"{', '.join(sorted(fired)) or 'no fault point'}), {res['seconds']}s: {summary}", file=sys.stderr,
+              f"{', '.join(sorted(fired)) or 'no fault point'}){more}, {res['seconds']}s: {summary}", file=sys.stderr,
               flush=True)
         if res["failed"]:
             STATS["rounds_failed"] += 1
             text = "\n".join(failures)
             if any(bad.values()):
                 text += "\n" + report(bad, what)
-            text += "\n  goarchive runs (last 12): " + "\n    ".join([""] + log[-12:])
+            text += "\n  goarchive runs (last 16): " + "\n    ".join([""] + log[-16:])
             if first_conflict:
                 text += "\n  up to the first run that reported a conflict: " + "\n    ".join([""] + first_conflict)
             if os.environ.get("CHAOS_KEEP"):
@@ -566,6 +1059,58 @@ class OracleSanity(unittest.TestCase):
             bad = check(schema, model, sc.src_db, sc.dst_db, "copy-only", "sanity")
             self.assertTrue(any(str(deleted) in line and "deleted by the application" in line
                                 for line in bad["stale"]), dict(bad))
+
+    def test_shared_corruption_is_reported(self):
+        """Shared archive (four jobs, one archive): a quiet round's final runs pass check_shared (roots blocked by
+        jc's copies reported, allowed); then an archived root lost, a jc copy gone stale, an archived root back in
+        the source, a root no job takes copied, a purged root back in the source: each reported."""
+        rng = random.Random(f"{SEED}:sanity-shared")
+        schema = Schema("int", False)
+        sc = Scenario(self, "chaossanitys")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+        model = Model(schema)
+        load(schema, model, sc.src_db, rng, 80)
+        sc.src(f"UPDATE r SET v = 1 + CRC32(payload) % {chaoskit.SHARED_MOD}")
+        model.rows["r"] = chaoskit.table_rows(schema, "source", sc.src_db, "r")
+        jobs = {name: dict(schema.job(), where=shared_where(name)) for name in SHARED_JOBS}
+        cfg = sc.config(jobs, processing={"batch_size": 7, "delete_batch_size": 3})
+        app = App(model, sc.src_db, f"{SEED}:sanity-shared", threads=2)
+        app.start()
+        time.sleep(1.5)
+        app.finish()
+        for job in ["jc", "ja", "jb", "jp", "jc"]:
+            rc, out, err = run(BIN, [SHARED_JOBS[job][0], "-c", cfg, "-j", job, "--no-progress"])
+            self.assertEqual(rc, 0, err)
+        clean = check_shared(schema, model, sc.src_db, sc.dst_db)
+        blocked = clean.pop("blocked", [])
+        clean.pop("only_version", None)
+        self.assertFalse(any(clean.values()), report(clean, "a quiet shared round"))
+        self.assertTrue(blocked, "no root of both jc and ja: the round shows no ownership rule")
+        self.assertEqual(registry_failures(sc.job_schema, jobs=list(SHARED_JOBS)), [])
+
+        def roots(c, a, p):
+            el = chaoskit.shared_eligible
+            out = sorted(k for k, row in model.rows["r"].items()
+                         if (el(schema, "jc", row), el(schema, "ja", row) or el(schema, "jb", row),
+                             el(schema, "jp", row)) == (c, a, p))
+            self.assertTrue(out, f"no root with copy-only {c}, archive {a}, purge {p}")
+            return out
+        archived, copied, neither, purged = (roots(False, True, False), roots(True, False, False),
+                                             roots(False, False, False), roots(False, False, True))
+        w = schema.kwhere("r")
+        sc.dst(f"DELETE FROM r WHERE {w}", archived[0])  # lost (its children orphaned in the archive)
+        sc.dst(f"UPDATE r SET payload = 'corrupt' WHERE {w}", copied[0])  # a stale copy-only copy
+        self.insert(sc, "source", schema, "r", model.rows["r"][archived[1]])  # duplicated
+        self.insert(sc, "destination", schema, "r", model.rows["r"][neither[0]])  # misplaced
+        self.insert(sc, "source", schema, "r", model.rows["r"][purged[0]])  # not purged
+        bad = check_shared(schema, model, sc.src_db, sc.dst_db)
+        print("\n" + report(bad, "hand-corrupted shared archive (expected findings)", limit=3), file=sys.stderr)
+        for k, key in (("lost", archived[0]), ("stale", copied[0]), ("duplicated", archived[1]),
+                       ("misplaced", neither[0]), ("unarchived", purged[0])):
+            self.assertTrue(any(line.startswith(f"r {key}") for line in bad[k]), f"{k} {key} missed: {dict(bad)}")
+        if model.rows["c"] and any(schema.parent_of("c", row) == archived[0] for row in model.rows["c"].values()):
+            self.assertTrue(bad["orphans"], dict(bad))
 
     def test_diamond_corruption_is_reported(self):
         """Diamond: a quiet archive round holds blocked roots (joined to a root that is not eligible), which the

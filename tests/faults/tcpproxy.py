@@ -51,10 +51,14 @@ class _Conn:
             if reset:
                 _reset(s)
             else:
-                try:
-                    s.close()
-                except OSError:
-                    pass
+                # shutdown first: a close() alone, while the other pump thread is blocked in recv() on this socket,
+                # leaves the socket open in the kernel, so the peer never sees the end (a SIGKILLed client's server
+                # session, and its named locks, then lived on)
+                for step in (lambda: s.shutdown(socket.SHUT_RDWR), s.close):
+                    try:
+                        step()
+                    except OSError:
+                        pass
 
 
 class TcpProxy:
