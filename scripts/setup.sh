@@ -11,6 +11,7 @@ packages=(
   libssl-dev doctest-dev
   mariadb-server mariadb-client percona-toolkit python3 python3-pymysql
   time procps iproute2 man-db groff-base clang libclang-rt-14-dev valgrind
+  dpkg-dev    # dpkg-shlibdeps and dpkg-deb: the Debian package (scripts/package.sh, tests/e2e/test_package.py)
 )
 
 missing=()
