@@ -16,6 +16,7 @@
 
 #include "app/commands.h"
 #include "app/heartbeat.h"
+#include "app/hooks.h"
 #include "app/metrics_file.h"
 #include "app/preflight.h"
 #include "app/run_control.h"
@@ -128,6 +129,26 @@ public:
     return code;
   }
   bool metrics_written() const { return m_metrics_written; }
+  // What the hooks are told: the finished run's summary, or (refused or failed before it started) `error`.
+  HookOutcome outcome(int code, const std::string& error) const {
+    HookOutcome o;
+    const bool finished = !m_info.job.empty();
+    report::RunInfo info = finished ? m_info : report::RunInfo{m_job.name, m_command, error, 0, code, seconds(), 0};
+    info.exit_code = code;
+    o.job = info.job;
+    o.command = info.mode;
+    o.reason = finished ? info.reason : error;
+    o.exit_code = code;
+    o.run_id = info.run_id;
+    o.conflicts = m_stats.roots_conflict;
+    o.blocked = m_stats.roots_blocked;
+    for (const auto& t : m_stats.tables) {
+      o.copied.emplace_back(t.table, t.copied);
+      o.deleted.emplace_back(t.table, t.deleted);
+    }
+    o.summary_json = report::summary_json(info, m_stats);
+    return o;
+  }
   double seconds() const { return since(m_started); }
 
 private:
@@ -520,16 +541,20 @@ private:
 
 int run_job(const config::Config& cfg, const RunOptions& options) {
   Run run(cfg, options);
+  int code = k_exit_ok;
   try {
-    return run.execute();
+    code = run.execute();
   } catch (const Error& e) {
     // Refused or failed before the run started: the metrics still say so.
     if (!options.metrics_file.empty() && !run.metrics_written()) {
       report::RunInfo info{options.job, to_string(options.mode), e.what(), 0, e.exit_code(), run.seconds(), 0};
       write_metrics(options.metrics_file, info, pipeline::Stats{});
     }
+    run_hooks(cfg, run.outcome(e.exit_code(), e.what()));
     throw;
   }
+  run_hooks(cfg, run.outcome(code, ""));
+  return code;
 }
 
 }  // namespace goarchive::app

@@ -109,6 +109,7 @@ struct Flags {
   std::optional<double> sleep, progress_interval;
   std::optional<long long> max_threads_running, critical_threads_running;
   std::optional<std::string> throttle_query;
+  std::map<std::string, std::string> hooks;  // --on-success CMD, ...
 };
 
 // The commands, as CLI11 knows them after define_commands.
@@ -138,6 +139,12 @@ void add_run_flags(CLI::App* sub, Flags& f) {
                   "Seconds between progress lines when stderr is not a terminal")
       ->check(CLI::Range(1.0, 86400.0));
   sub->add_flag("--statistics", f.statistics, "Print a per-phase timing table after the summary");
+  for (const char* hook : {"success", "failure", "conflict", "busy", "end"}) {
+    std::string key = std::string("on_") + hook;
+    sub->add_option_function<std::string>(
+        std::string("--on-") + hook, [&f, key](const std::string& cmd) { f.hooks[key] = cmd; },
+        std::string("Shell command run at the end of the run: ") + hook + " ([hooks] " + key + ")");
+  }
 }
 
 void add_throttle_flags(CLI::App* sub, Flags& f) {
@@ -194,6 +201,7 @@ config::Overrides overrides_of(const Flags& f) {
   o.max_threads_running = f.max_threads_running;
   o.critical_threads_running = f.critical_threads_running;
   o.throttle_query = f.throttle_query;
+  o.hooks = f.hooks;
   return o;
 }
 

@@ -90,6 +90,12 @@ struct LoggingConfig {
   std::string file;
 };
 
+// [hooks]: shell commands run once at the end of a run, by outcome (app/hooks.h).
+struct HooksConfig {
+  std::string on_success, on_failure, on_conflict, on_busy, on_end;
+  double timeout = 30;  // seconds a hook may take before it is stopped
+};
+
 struct Relation {
   std::string table;
   std::string parent;                    // empty = root table
@@ -123,6 +129,7 @@ struct Config {
   ReplicationConfig replication;
   ThrottleConfig throttle;
   LoggingConfig logging;
+  HooksConfig hooks;
   std::map<std::string, Job> jobs;
   // Every effective value by dotted key ("source.host", "jobs.x.batch_size"), with its origin.
   std::map<std::string, Setting> settings;
@@ -143,6 +150,7 @@ struct Overrides {
   std::optional<std::string> log_level;
   std::optional<std::string> log_format;
   std::optional<std::string> log_file;
+  std::map<std::string, std::string> hooks;  // "on_success" -> command, from --on-success ...
 };
 
 // Loads and validates a config file. `env` is the process environment (injectable for tests).

@@ -30,6 +30,7 @@ void Loader::load(const toml::table& doc, const std::string& path, const Overrid
   if (const toml::table* t = top.subtable("replication")) read_replication(*t, path);
   read_throttle(top.subtable("throttle"), path, o);
   read_logging(top, path, o);
+  read_hooks(top.subtable("hooks"), path, o);
   read_jobs(top, path, o);
   top.refuse_unknown();
 }
@@ -149,6 +150,35 @@ void Loader::read_replication(const toml::table& t, const std::string& path) {
                                   path));
   }
   r.refuse_unknown();
+}
+
+void Loader::read_hooks(const toml::table* t, const std::string& path, const Overrides& o) {
+  HooksConfig& h = m_cfg.hooks;
+  const std::pair<const char*, std::string*> commands[] = {{"on_success", &h.on_success},
+                                                           {"on_failure", &h.on_failure},
+                                                           {"on_conflict", &h.on_conflict},
+                                                           {"on_busy", &h.on_busy},
+                                                           {"on_end", &h.on_end}};
+  std::set<std::string> in_file;
+  if (t) {
+    Reader r(*t, "hooks", path);
+    if (auto v = r.string("on_success", true)) h.on_success = *v;
+    if (auto v = r.string("on_failure", true)) h.on_failure = *v;
+    if (auto v = r.string("on_conflict", true)) h.on_conflict = *v;
+    if (auto v = r.string("on_busy", true)) h.on_busy = *v;
+    if (auto v = r.string("on_end", true)) h.on_end = *v;
+    if (auto v = r.number("timeout", 1, 3600)) h.timeout = *v;
+    for (const char* k : {"on_success", "on_failure", "on_conflict", "on_busy", "on_end", "timeout"}) {
+      if (r.get(k)) in_file.insert(k);
+    }
+    r.refuse_unknown();
+  }
+  for (const auto& [key, value] : commands) {
+    *value = trim(*value);
+    set(std::string("hooks.") + key, *value, in_file.count(key) ? Origin::file : Origin::default_value);
+    if (auto it = o.hooks.find(key); it != o.hooks.end()) set(std::string("hooks.") + key, *value = trim(it->second), Origin::flag);
+  }
+  set("hooks.timeout", fmt::format("{}", h.timeout), in_file.count("timeout") ? Origin::file : Origin::default_value);
 }
 
 // [throttle] (optional), then the flags over it, then the checks that need both.

@@ -178,6 +178,8 @@ public:
   // Every [jobs.NAME] table.
   void read_jobs(Reader& top, const std::string& path, const Overrides& o);
   void read_replication(const toml::table& t, const std::string& path);
+  // [hooks] (optional), then the flags over it.
+  void read_hooks(const toml::table* t, const std::string& path, const Overrides& o);
   // [throttle] (optional), then the flags over it, then the checks that need both.
   void read_throttle(const toml::table* t, const std::string& path, const Overrides& o);
   // The throttle query runs on the source at every check: one read-only SELECT, nothing else.
