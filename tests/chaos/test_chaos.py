@@ -40,6 +40,13 @@ oracle (chaoskit.check_shared) expects: a root archive takes that jc had copied 
 from the source, a copy-only copy of it stays (at any version: its only version); everything else as in the
 single-job rounds, and nothing lost, stale, duplicated or orphaned.
 
+KNOWN ENGINE BUG, found by these rounds (tests/chaos/repro_held_parent.py reproduces it without chaos): the copy-only
+sweep keeps, in the copy of a root gone from the source (purged, or re-keyed by the application), a row the source
+still holds when an only-version row hangs under it (a child the application deleted): the archive keeps an old version
+of that row under the gone root, and every archive or copy-only run of the row's current root meets it as a conflict
+(exit 1, each run). The oracle names it ("held_parent", and "wedged" for the rows of that root) and, until the engine
+is fixed, allows it and the conflicts on wedged roots only; CHAOS_STRICT=1 makes them failures.
+
 FAULTS BEYOND SIGKILL (fault_run): a round that draws one runs goarchive once paused at a commit point of its mode
 (GOARCHIVE_PAUSE=<point>:1:<file>) while the application writes, injects the fault there and proves it happened,
 then lets goarchive go on: the source or the destination restarted (scripts/servers.sh stop + start; its pid
@@ -68,6 +75,7 @@ rounds and 2 random ones),
 CHAOS_SECONDS (seconds of load per round, default 6), CHAOS_KEEP=1 keeps a failed round's databases (CHAOS_KEEP_SERVERS=1 leaves the servers running),
 CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run,
 CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PROOF=1 runs without the commit proof,
+CHAOS_STRICT=1 fails the rounds that meet the known held-parent bug,
 CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind;
 tables=1 forces the single-table shape, tables=3 the three tables; shared=1 (or mode=shared) the shared-archive rounds;
 fault=restart_source|restart_destination|proxy|lock_kill one fault beyond SIGKILL in every round that is not shared).
