@@ -24,6 +24,9 @@ struct RunOptions {
 
 // archive / copy-only / purge. Returns the exit code; throws goarchive::Error for refusals and failures.
 int run_job(const config::Config& cfg, const RunOptions& options);
+// --all: run_job for every job whose `mode` is options.mode, in name order; a busy job (exit 4) is skipped and
+// named. Returns the worst exit code (2 over 1 over 4 over 0); a signal stops the list (130 / 143).
+int run_all(const config::Config& cfg, RunOptions options);
 // dry-run: connects, runs preflight, prints the plan, SQL and counts; writes nothing anywhere.
 int dry_run(const config::Config& cfg, const RunOptions& options, Format format);
 // plan: the tree, copy and delete order and the effective settings, from the config alone.

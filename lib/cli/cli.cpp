@@ -103,7 +103,7 @@ std::optional<UnknownCommand> find_unknown_command(CLI::App& top, int argc, char
 struct Flags {
   Globals g;
   std::string job, max_runtime, metrics_file, root_table;
-  bool dry = false, statistics = false, schema_apply = false;
+  bool dry = false, statistics = false, schema_apply = false, all = false;
   std::string format = "text", dry_mode = "archive";
   std::optional<long long> batch_size, delete_batch_size;
   std::optional<double> sleep, progress_interval;
@@ -128,7 +128,9 @@ void add_format(CLI::App* sub, Flags& f) {
 }
 
 void add_run_flags(CLI::App* sub, Flags& f) {
-  add_job(sub, f, true);
+  auto* job = sub->add_option("-j,--job", f.job, "Job name ([jobs.<name>] in the config)");
+  auto* all = sub->add_flag("--all", f.all, "Every job of this mode in the config (its `mode` key), one after another");
+  job->excludes(all);
   sub->add_option("--max-runtime", f.max_runtime, "Stop cleanly at a batch boundary after this long (90s, 15m, 2h)");
   sub->add_flag("--dry-run", f.dry, "Same as the dry-run command for this mode: writes nothing");
   sub->add_option("--metrics-file", f.metrics_file, "Write Prometheus metrics here at the end of the run");
@@ -230,7 +232,15 @@ int run_command(const Commands& c, const Flags& f) {
     return app::dry_run(load(f.g, overrides_of(f)), options, format_of(f.format));
   }
   options.mode = c.archive->parsed() ? app::Mode::archive : c.copy_only->parsed() ? app::Mode::copy_only : app::Mode::purge;
+  if (f.job.empty() && !f.all) {
+    throw ConfigError(std::string(app::to_string(options.mode)) + " needs -j/--job NAME, or --all for every job whose "
+                      "mode is " + app::to_string(options.mode));
+  }
   config::Config cfg = load(f.g, overrides_of(f));
+  if (f.all) {
+    if (f.dry) throw ConfigError("--dry-run takes one job: use -j NAME");
+    return app::run_all(cfg, options);
+  }
   if (f.dry) return app::dry_run(cfg, options, app::Format::text);
   return app::run_job(cfg, options);
 }

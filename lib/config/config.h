@@ -105,6 +105,7 @@ struct Relation {
 
 struct Job {
   std::string name;
+  std::string mode = "archive";  // the command `--all` runs it with: archive, copy-only or purge
   std::string root_table;
   std::string where;
   std::vector<std::string> primary_key;  // empty = read from the server

@@ -145,6 +145,14 @@ void Loader::read_job(const std::string& name, const toml::table& t, const std::
     job.primary_key = *v;
     for (const auto& c : job.primary_key) check_identifier(c, prefix + ".primary_key");
   }
+  if (auto v = r.string("mode")) {
+    if (*v != "archive" && *v != "copy-only" && *v != "purge") {
+      throw ConfigError(fmt::format("{}: {}.mode = \"{}\" is not a mode; use archive, copy-only or purge",
+                                    r.where(*r.get("mode")), prefix, *v));
+    }
+    job.mode = *v;
+  }
+  set(prefix + ".mode", job.mode, r.get("mode") ? Origin::job_block : Origin::default_value);
   read_processing(r, job.processing, prefix + ".", Origin::job_block);
   if (auto v = r.string("verification")) {
     job.processing.verification = parse_method(*v, r.where(*r.get("verification")));
