@@ -635,3 +635,13 @@ TEST_CASE("config: [source] allow_replica defaults to false, is read as a boolea
   CHECK(msg.find("unknown key") != std::string::npos);
   CHECK(msg.find("allow_replica") != std::string::npos);
 }
+
+TEST_CASE("config: a job's mode (what --all runs it with) defaults to archive and is one of the three commands") {
+  auto cfg = load(with_job("", "mode = \"copy-only\"\n"));
+  CHECK(cfg.job("j").mode == "copy-only");
+  CHECK(cfg.settings.at("jobs.j.mode").origin == Origin::job_block);
+  CHECK(load(with_job("")).job("j").mode == "archive");
+  CHECK(load(with_job("")).settings.at("jobs.j.mode").origin == Origin::default_value);
+  CHECK(error_of(with_job("", "mode = \"restore\"\n")).find("jobs.j.mode = \"restore\" is not a mode; use archive, "
+                                                             "copy-only or purge") != std::string::npos);
+}
