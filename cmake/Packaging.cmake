@@ -40,9 +40,10 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/packaging/conffiles "/etc/cron.d/goarchiv
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME goarchive)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "goarchive maintainers <goarchive@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "archive cold rows and every dependent child row from MySQL/MariaDB to an archive server")
+set(GOARCHIVE_MAINTAINER "goarchive maintainers <goarchive@localhost>" CACHE STRING
+    "The Maintainer field of the Debian package (cmake -DGOARCHIVE_MAINTAINER=\"Name <address>\")")
+set(CPACK_PACKAGE_CONTACT "${GOARCHIVE_MAINTAINER}")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "archiver for MySQL/MariaDB: cold rows with every dependent child row")
 # The extended description; CPack puts the summary above it and indents it as a control field.
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "goarchive moves the cold rows of a root table together with every dependent
