@@ -20,6 +20,7 @@ struct RunOptions {
   bool progress = true;
   std::string metrics_file;
   bool statistics = false;  // --statistics: print report::statistics_text after the summary
+  bool json = false;        // --format json: the summary on stdout is one JSON object (report::summary_json)
 };
 
 // archive / copy-only / purge. Returns the exit code; throws goarchive::Error for refusals and failures.

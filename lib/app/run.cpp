@@ -129,6 +129,7 @@ public:
     return code;
   }
   bool metrics_written() const { return m_metrics_written; }
+  bool summary_printed() const { return m_summary_printed; }
   // What the hooks are told: the finished run's summary, or (refused or failed before it started) `error`.
   HookOutcome outcome(int code, const std::string& error) const {
     HookOutcome o;
@@ -505,9 +506,14 @@ private:
       write_metrics(m_options.metrics_file, m_info, m_stats);
       m_metrics_written = true;
     }
-    std::cout << report::summary_text(m_info, m_stats);
-    if (m_options.statistics) std::cout << report::statistics_text(m_info, m_stats);
+    if (m_options.json) {
+      std::cout << report::summary_json(m_info, m_stats) << "\n";
+    } else {
+      std::cout << report::summary_text(m_info, m_stats);
+      if (m_options.statistics) std::cout << report::statistics_text(m_info, m_stats);
+    }
     std::cout << std::flush;
+    m_summary_printed = true;
   }
 
   const config::Config& m_cfg;
@@ -535,6 +541,7 @@ private:
   pipeline::Stats m_stats;
   report::RunInfo m_info;
   bool m_metrics_written = false;
+  bool m_summary_printed = false;
 };
 
 }  // namespace
@@ -550,7 +557,10 @@ int run_job(const config::Config& cfg, const RunOptions& options) {
       report::RunInfo info{options.job, to_string(options.mode), e.what(), 0, e.exit_code(), run.seconds(), 0};
       write_metrics(options.metrics_file, info, pipeline::Stats{});
     }
-    run_hooks(cfg, run.outcome(e.exit_code(), e.what()));
+    HookOutcome outcome = run.outcome(e.exit_code(), e.what());
+    // --format json: a script reads one object on stdout whatever happened, the refusal's exit code and message too.
+    if (options.json && !run.summary_printed()) std::cout << outcome.summary_json << "\n" << std::flush;
+    run_hooks(cfg, outcome);
     throw;
   }
   run_hooks(cfg, run.outcome(code, ""));

@@ -141,6 +141,7 @@ void add_run_flags(CLI::App* sub, Flags& f) {
                   "Seconds between progress lines when stderr is not a terminal")
       ->check(CLI::Range(1.0, 86400.0));
   sub->add_flag("--statistics", f.statistics, "Print a per-phase timing table after the summary");
+  add_format(sub, f);
   for (const char* hook : {"success", "failure", "conflict", "busy", "end"}) {
     std::string key = std::string("on_") + hook;
     sub->add_option_function<std::string>(
@@ -225,6 +226,7 @@ int run_command(const Commands& c, const Flags& f) {
   options.progress = !f.g.no_progress;
   options.metrics_file = f.metrics_file;
   options.statistics = f.statistics;
+  options.json = f.format == "json";
   if (!f.max_runtime.empty()) options.max_runtime = parse_duration(f.max_runtime, "--max-runtime");
   if (c.dry_run->parsed()) {
     options.mode = f.dry_mode == "purge" ? app::Mode::purge
@@ -241,7 +243,7 @@ int run_command(const Commands& c, const Flags& f) {
     if (f.dry) throw ConfigError("--dry-run takes one job: use -j NAME");
     return app::run_all(cfg, options);
   }
-  if (f.dry) return app::dry_run(cfg, options, app::Format::text);
+  if (f.dry) return app::dry_run(cfg, options, format_of(f.format));
   return app::run_job(cfg, options);
 }
 
