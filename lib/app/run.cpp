@@ -427,11 +427,17 @@ private:
       }
       if (m_stats.roots_blocked > 0) {
         // Not an error either: they go once what holds them is archived too.
-        std::string blocked = fmt::format("{} root(s) blocked and left in the source: a parent staying there, a "
+        // A run that moved nothing because every root was blocked says so first.
+        const bool all = m_stats.roots_done == 0 && m_stats.roots_blocked == m_stats.roots;
+        std::string blocked = fmt::format("{}{} root(s) blocked and left in the source: a parent staying there, a "
                                           "table outside the job still holding their tree, or a row of it the "
                                           "archive holds already (see the summary)",
-                                          m_stats.roots_blocked);
+                                          all ? "nothing moved: all " : "", m_stats.roots_blocked);
         reason += "; " + blocked;
+        if (m_stats.roots_blocked > pipeline::Stats::k_blocked_logged) {
+          blocked += fmt::format("; the first {} are logged above, the summary names 20 and its JSON up to {}",
+                                 pipeline::Stats::k_blocked_logged, pipeline::Stats::k_blocked_kept);
+        }
         spdlog::warn("{}", blocked);
       }
     }

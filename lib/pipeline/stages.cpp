@@ -157,9 +157,10 @@ void Stages::leave_in_source(Batch& batch, const RootStays& e) {
   if (e.root() < 0) throw Error(e.what());
   const size_t r = static_cast<size_t>(e.root());
   std::string why = fmt::format("root {}: {}", name_key(m_ctx.root(), batch.root_keys[r]), e.what());
-  spdlog::warn("batch {}: {}; the root stays in the source and nothing of it is archived by this run", batch.no, why);
-  ++m_ctx.stats.roots_blocked;
-  if (m_ctx.stats.blocked.size() < 20) m_ctx.stats.blocked.push_back(why);
+  if (m_ctx.stats.add_blocked(why)) {
+    spdlog::warn("batch {}: {}; the root stays in the source and nothing of it is archived by this run", batch.no,
+                 why);
+  }
   m_ctx.skip_roots.insert(batch.roots[r].hash);
   batch.remove_root(r);
   batch.prebuilt = false;
@@ -254,10 +255,13 @@ void Stages::account(Batch& batch) {
     // No later batch of this run may take it (conflicts arise in recovery, before the source worker starts).
     m_ctx.skip_roots.insert(batch.roots[static_cast<size_t>(r)].hash);
   }
-  m_ctx.stats.roots_blocked += batch.count(RootFate::blocked);
-  for (const auto& why : batch.blocked) {
-    spdlog::warn("batch {}: root left in the source (blocked): {}", batch.no, why);
-    if (m_ctx.stats.blocked.size() < 20) m_ctx.stats.blocked.push_back(why);
+  // Counted by fate; a reason each, for the first roots of the run (a run of a million blocked roots logs ten).
+  const size_t reasons = batch.blocked.size(), blocked = batch.count(RootFate::blocked);
+  for (size_t i = 0; i < blocked; ++i) {
+    std::string why = i < reasons ? batch.blocked[i] : "";
+    if (m_ctx.stats.add_blocked(why) && !why.empty()) {
+      spdlog::warn("batch {}: root left in the source (blocked): {}", batch.no, why);
+    }
   }
   m_ctx.stats.roots_done += batch.count(RootFate::moved);
   m_ctx.proof->forget(batch.proof);  // its end is committed: the proof may go

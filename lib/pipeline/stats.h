@@ -20,7 +20,16 @@ struct Stats {
   // Left in the source because a parent staying there or a table outside the job still holds their tree, or the
   // archive holds a row of it that this run did not write (or could not write exactly).
   unsigned long long roots_blocked = 0;
-  std::vector<std::string> blocked;  // why, a line per root (the first 20)
+  std::vector<std::string> blocked;  // why, a line per root (the first k_blocked_kept, for the JSON summary)
+  static constexpr size_t k_blocked_kept = 1000;
+  static constexpr size_t k_blocked_logged = 10;  // warnings with their reason; the rest are counted at the end
+  // Records one root left in the source and why: a warning for the first k_blocked_logged of the run, the reason
+  // kept for the first k_blocked_kept. Returns whether to log it.
+  bool add_blocked(std::string why) {
+    ++roots_blocked;
+    if (blocked.size() < k_blocked_kept) blocked.push_back(std::move(why));
+    return roots_blocked <= k_blocked_logged;
+  }
   double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0;
   double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
 

@@ -55,7 +55,17 @@ std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
     out += fmt::format("  blocked and left in source {} (a parent staying in the source, a table outside the job "
                        "still holding their tree, or a row the archive holds already; each with its reason):\n",
                        s.roots_blocked);
-    for (const auto& why : s.blocked) out += "    " + why + "\n";
+    size_t shown = 0;
+    for (const auto& why : s.blocked) {
+      if (why.empty()) continue;
+      if (shown == 20) break;
+      ++shown;
+      out += "    " + why + "\n";
+    }
+    if (s.roots_blocked > shown) {
+      out += fmt::format("    ... and {} more (the JSON summary lists up to {})\n", s.roots_blocked - shown,
+                         pipeline::Stats::k_blocked_kept);
+    }
   }
   out += fmt::format("  time: select {}, copy {}, verify {}, delete {}, held {}, throttled {}; {:.0f} rows/s\n",
                      format_duration(s.t_select), format_duration(s.t_copy), format_duration(s.t_verify),
@@ -117,7 +127,9 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
   j.set("roots_conflict", Json(s.roots_conflict));
   j.set("roots_blocked", Json(s.roots_blocked));
   Json blocked = Json::array();
-  for (const auto& why : s.blocked) blocked.push(Json(why));
+  for (const auto& why : s.blocked) {
+    if (!why.empty()) blocked.push(Json(why));
+  }
   j.set("blocked", blocked);
   j.set("recovered", Json(s.recovered));
   j.set("retries", Json(s.retries));
