@@ -15,28 +15,30 @@
 
 namespace goarchive::pipeline {
 
-// A row of the batch is in the destination with other content, and nothing proves the archived version may be
-// replaced: the root that owns the row in this batch must stay in the source, both versions kept (a conflict).
-class RowConflict : public Error {
+// Something about one root of the batch that the copy cannot settle: the batch goes on without that root.
+class RootError : public Error {
 public:
-  RowConflict(const std::string& message, int root) : Error(message), m_root(root) {}
-  int root() const { return m_root; }
+  RootError(const std::string& message, int root) : Error(message), m_root(root) {}
+  int root() const { return m_root; }  // index into the batch's roots; -1 when none owns the row
 
 private:
   int m_root;
+};
+
+// A row of the batch is in the destination with other content, and nothing proves the archived version may be
+// replaced: the root that owns the row in this batch must stay in the source, both versions kept (a conflict).
+class RowConflict : public RootError {
+public:
+  using RootError::RootError;
 };
 
 // A root of the batch stays in the source and its batch goes on without it, with no conflict to record: a row of
 // its tree is in the destination already, written by another run (a run removes only rows it wrote, so it never
 // rests a source delete on a row it merely found), or holds a value of a unique key another archived row holds, or
 // a value of it cannot be copied exactly.
-class RootStays : public Error {
+class RootStays : public RootError {
 public:
-  RootStays(const std::string& message, int root) : Error(message), m_root(root) {}
-  int root() const { return m_root; }
-
-private:
-  int m_root;
+  using RootError::RootError;
 };
 
 class DestinationWriter {

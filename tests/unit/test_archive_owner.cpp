@@ -3,26 +3,13 @@
 // from. Server values as the test servers of scripts/servers.sh report themselves (source 1 -> replica 2).
 #include <doctest/doctest.h>
 
+#include "identities.h"
 #include "tracking/archive_owner.h"
 
 using goarchive::schema::ServerIdentity;
 using goarchive::tracking::ArchiveOwner;
+using goarchive::test::maria;
 using goarchive::tracking::owner_problem;
-
-namespace {
-
-ServerIdentity maria(unsigned long long id, unsigned port, const std::string& state) {
-  ServerIdentity s;
-  s.mariadb = true;
-  s.server_id = id;
-  s.hostname = "vm";
-  s.port = port;
-  s.datadir = "/tmp/ga/" + std::to_string(port) + "/";
-  s.gtid_state = state;
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("archive owner: the same registry and source data may write; the recorded source read from a replica too") {
   ArchiveOwner primary{"goarchive", maria(1, 23306, "1-1-1609,"), "shop"};

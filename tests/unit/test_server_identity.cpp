@@ -2,25 +2,16 @@
 // run's (tracking::same_recorded_source), on recorded MariaDB 10.11 and MySQL 8.0 server values.
 #include <doctest/doctest.h>
 
+#include "identities.h"
 #include "schema/catalog.h"
 #include "tracking/registry.h"
 
 using goarchive::schema::relate;
 using goarchive::schema::ServerIdentity;
 
-namespace {
+using goarchive::test::maria;
 
-// As the test servers of scripts/servers.sh report themselves (source 1 -> replica 2; destination 3).
-ServerIdentity maria(unsigned long long id, unsigned port, const std::string& state) {
-  ServerIdentity s;
-  s.mariadb = true;
-  s.server_id = id;
-  s.hostname = "vm";
-  s.port = port;
-  s.datadir = "/tmp/ga/" + std::to_string(port) + "/";
-  s.gtid_state = state;
-  return s;
-}
+namespace {
 
 ServerIdentity mysql(const std::string& uuid, unsigned long long id, const std::string& executed) {
   ServerIdentity s;
