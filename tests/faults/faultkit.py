@@ -18,9 +18,9 @@ import campaignkit  # noqa: E402
 import gatest  # noqa: E402
 import pymysql  # noqa: E402
 
-# 23306-23308: the shared test servers; 33306-33308: the type-fidelity suite's (test_type_fidelity.py).
+# 23306-23308: the shared test servers; 22306-22308: the type-fidelity suite's (test_type_fidelity.py).
 OWN = campaignkit.OwnServers("FAULT", "/tmp/goarchive-faults", 25306,
-                             forbidden={"23306", "23307", "23308", "33306", "33307", "33308"},
+                             forbidden={"23306", "23307", "23308", "22306", "22307", "22308"},
                              refusal="the fault campaign must not run on the shared servers' ports")
 SERVER_ENV = OWN.env
 servers = OWN.servers

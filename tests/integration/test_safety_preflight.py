@@ -241,8 +241,16 @@ class SafetyPreflightTest(unittest.TestCase):
         self.assertGreater(sc.unfinished(), 0)
         moved = retarget(sc.config({"j": PC_JOB}, processing={"batch_size": 4}), "source", database=other)
         port = gatest.env("GA_SOURCE_PORT")
-        before_dst = sc.state()
         before_other = fingerprint("source", other)
+        # The archive database's owner record refuses another source first (exit 2) ...
+        r = sc.job("archive", moved)
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn(f"is filled by the runs of source ", r.err)
+        self.assertIn(f"database {sc.src_db}, not ", r.err)
+        # ... and an operator who removes it (the way out it names for a source that moved) still meets the
+        # registry's refusal: the job's unfinished work belongs to the recorded source.
+        gatest.sql("destination", f"DROP TABLE {q(sc.dst_db)}.goarchive_owner")
+        before_dst = sc.state()
         r = sc.job("archive", moved)
         self.assertEqual(r.rc, 1, r)
         self.assertIn(f"recorded for the source 127.0.0.1:{port}/{sc.src_db}", r.err)

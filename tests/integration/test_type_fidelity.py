@@ -25,7 +25,7 @@ plus one named test per finding of issue 31 item 1 (TestFindings), and TestJudge
 reach a Connector/C session, and the server-side forms tell apart every pair of values a lossy copy makes alike.
 
 It changes server globals, so it starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-types, ports
-33306-33308; TYPES_SERVERS_DIR / TYPES_SOURCE_PORT / TYPES_DEST_PORT override), restores every global it changes,
+22306-22308, below the kernel's ephemeral ports; TYPES_SERVERS_DIR / TYPES_SOURCE_PORT / TYPES_DEST_PORT override), restores every global it changes,
 and stops the servers at the end (TYPES_KEEP_SERVERS=1 keeps them). EXPECTED_FAILURES lists the tests that fail on
 today's engine (registered with unittest.expectedFailure); remove an entry when its fix lands. TYPES_NO_XFAIL=1
 runs every test without the marker, to see each failure's message.
@@ -49,7 +49,7 @@ q = gatest.quote_ident
 
 FORBIDDEN_PORTS = {str(p) for base in (23306, 24306, 25306, 26306, 27306, 28306, 29306, 30306, 31306, 32306)
                    for p in range(base, base + 3)}
-OWN = campaignkit.OwnServers("TYPES", "/tmp/ga-types", 33306, forbidden=FORBIDDEN_PORTS,
+OWN = campaignkit.OwnServers("TYPES", "/tmp/ga-types", 22306, forbidden=FORBIDDEN_PORTS,
                              refusal="the type-fidelity suite changes server globals: it must not run on another "
                                      "suite's ports")
 
