@@ -80,10 +80,11 @@ size_t CopySweep::keep_only_versions(const Batch& archive, const std::vector<int
   if (roots.empty()) return 0;
   const size_t n = m_ctx.tables.size();
   std::vector<std::vector<size_t>> remove(n);
-  // "child table:edge:encoded referenced values" of every row kept: its parent row is kept too.
-  std::set<std::string> needed;
+  // Per table: the encoded referenced values of its rows kept, as each child table's foreign key names them
+  // ("child:value"). A row is kept only under a kept parent, so the kept rows stay one tree and none is orphaned.
+  std::vector<std::set<std::string>> kept_refs(n);
   size_t kept = 0;
-  for (int ni : m_ctx.delete_order) {
+  for (int ni : m_ctx.copy_order) {  // parent-first
     const size_t t = static_cast<size_t>(ni);
     const TableMeta& m = m_ctx.tables[t];
     const TableRows& tb = archive.tables[t];
@@ -94,29 +95,27 @@ size_t CopySweep::keep_only_versions(const Batch& archive, const std::vector<int
     }
     if (rows.empty()) continue;
     std::set<std::string> in_source;
+    std::vector<size_t> all(m.key_cols.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = k;
     for (const auto& list : primary_key_lists(m, tb.rows, rows, statement_budget(m_ctx.src))) {
       db::RowSet got = m_ctx.src.query(fmt::format("SELECT {} FROM {} WHERE {}", sql::ident_list(m.key_cols),
                                                    m.source_name, list));
-      std::vector<size_t> all(m.key_cols.size());
-      for (size_t k = 0; k < all.size(); ++k) all[k] = k;
       for (size_t i = 0; i < got.rows(); ++i) in_source.insert(encode_values(got, i, all));
     }
     for (size_t r : rows) {
-      bool parent_of_kept = false;
-      for (size_t c = 0; c < n && !parent_of_kept; ++c) {
-        const auto& edges = m_ctx.tables[c].edges;
-        for (size_t e = 0; e < edges.size() && !parent_of_kept; ++e) {
-          if (static_cast<size_t>(edges[e].parent) != t) continue;
-          parent_of_kept = needed.count(fmt::format("{}:{}:{}", c, e, encode_values(tb.rows, r, edges[e].parent_ref_idx)));
-        }
-      }
-      if (in_source.count(encode_values(tb.rows, r, m.key_idx)) && !parent_of_kept) {
+      // A row the source still holds goes (it is copied again under its current root); so does one whose parent
+      // goes: the application deleted it under a parent that lives on, as a copy of a live tree loses it.
+      const bool under_kept = m.node.parent < 0 ||
+                              kept_refs[static_cast<size_t>(m.node.parent)].count(
+                                  std::to_string(t) + ":" + encode_values(tb.rows, r, m.fk_idx)) > 0;
+      if (in_source.count(encode_values(tb.rows, r, m.key_idx)) || !under_kept) {
         remove[t].push_back(r);
         continue;
       }
       ++kept;
-      for (size_t e = 0; e < m.edges.size(); ++e) {
-        needed.insert(fmt::format("{}:{}:{}", t, e, encode_values(tb.rows, r, m.edges[e].fk_idx)));
+      for (size_t c = 0; c < n; ++c) {
+        if (m_ctx.tables[c].node.parent != static_cast<int>(t)) continue;
+        kept_refs[t].insert(std::to_string(c) + ":" + encode_values(tb.rows, r, m_ctx.tables[c].parent_ref_idx));
       }
     }
   }

@@ -24,9 +24,9 @@ private:
   // One page of marks: compares, then removes the stale copies and their marks in one destination transaction.
   void sweep(const std::vector<tracking::RootKey>& marks);
   // The copies of `roots` (in `archive`, as the destination holds them), whose root rows are gone from the source:
-  // removes the rows of them the source still holds by primary key (re-keyed or moved there; they are copied again
-  // under their current root) unless a row kept below them needs them as its parent, and keeps the others, each
-  // the only version of a row the source no longer has. Returns the rows kept.
+  // keeps, from the root down, the rows the source no longer holds by primary key (the only version of each) under
+  // a kept parent; removes the others: the rows the source still holds (re-keyed or moved there; they are copied
+  // again under their current root) and those below them. Returns the rows kept.
   size_t keep_only_versions(const Batch& archive, const std::vector<int>& roots);
 
   Context& m_ctx;
