@@ -945,6 +945,18 @@ def held_parents(schema, src, dst):
     return held
 
 
+def wedged_roots(schema, model, src_db, dst_db):
+    """The roots the copy-only sweep's held parents wedge now (HELD_PARENT_ALLOWED): each held row's current root in
+    the model and the gone root it is kept under. Taken before a purge too: a purge that takes the current root
+    ends the wedge, but not the conflicts the archive runs recorded meanwhile."""
+    src = {t: table_rows(schema, "source", src_db, t) for t in schema.TABLES}
+    dst = {t: table_rows(schema, "destination", dst_db, t) for t in schema.TABLES}
+    out = set()
+    for t, key in held_parents(schema, src, dst):
+        out |= {model.root_of(t, key), held_root(schema, dst, t, key)}
+    return out
+
+
 def check_shared(schema, model, src_db, dst_db, wedged=None):
     """Failures {category: [example lines]} of a shared-archive round's end state against the model, after the final
     clean runs jc, ja, jb, jp, jc (the application stopped). With C, A and P the final root version's eligibility for
