@@ -40,9 +40,9 @@ print(f"chaos.sh: rows of conflict roots {g('conflicts')}, deleted rows whose ar
       f"the delete's commit window {g('kept')} (failures, allowed only with CHAOS_NO_PROOF=1)")
 print(f"chaos.sh: allowed and reported: diamond roots blocked {g('blocked')}, roots blocked by another job's copy "
       f"(shared rounds) {g('blocked_shared')}, copy-only copies kept as the only version {g('only_version')}")
-print(f"chaos.sh: KNOWN ENGINE BUG (the copy-only sweep keeps a row the source still holds as the parent of an only "
-      f"version; allowed unless CHAOS_STRICT=1): held parents {g('held_parent')} in {g('rounds_held_parent')} rounds, "
-      f"rows wedged {g('wedged')}")
+print(f"chaos.sh: held parents (the copy-only sweep keeping a row the source still holds as the parent of an only "
+      f"version; fixed in bf74b08, a failure unless CHAOS_ALLOW_HELD_PARENT=1): {g('held_parent')} in "
+      f"{g('rounds_held_parent')} rounds, rows wedged {g('wedged')}")
 print(f"chaos.sh: fault points that killed {len(d.get('points', {}))}: "
       + ", ".join(f"{p} {n}" for p, n in sorted(d.get("points", {}).items())))
 print(f"chaos.sh: shared-archive rounds {g('rounds_shared')}: refused another mode of a killed job "

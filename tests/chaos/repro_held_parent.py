@@ -2,7 +2,7 @@
 """Reproduces the engine bug the shared-archive chaos rounds found (chaoskit.HELD_PARENT_ALLOWED): the copy-only sweep
 keeps, in the copy of a root gone from the source, a row the source still holds (the parent of an only-version child
 the application deleted), at its old version and under the gone root; an archive job of that row's current root then
-meets it as a conflict, exit 1, on every run. Fails on today's engine; passes once the sweep removes (and copies again
+meets it as a conflict, exit 1, on every run. Failed before bf74b08, which makes the sweep remove (and copy again
 under their current root) the rows the source still holds. Not run by ctest.
 
   GOARCHIVE_TEST_DIR=/tmp/ga-chaos GA_SOURCE_PORT=26306 GA_REPLICA_PORT=26307 GA_DEST_PORT=26308 \
