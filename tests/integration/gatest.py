@@ -203,12 +203,10 @@ def _key_sql(name, db, table, types):
     return "CONCAT_WS(',', " + ", ".join(column_form_sql(c, dt[c]) for c in pk) + ")"
 
 
-def stored_checksums(name, db, table, where=None, columns=None):
-    """{pk_hex: sha256 hex} of every row of DB.TABLE (or those matching WHERE) on server NAME, computed by that
-    server: pk_hex is the key columns' forms (column_form_sql) joined by ','; the checksum is
-    SHA2(CONCAT_WS(',', form or 'N' of every column in table order), 256). Equal checksums on two servers mean
-    byte-identical stored rows (same column list assumed: compare tables of the same definition, or name the
-    COLUMNS to take, e.g. the source's, where the archive has more)."""
+def _stored_rows(name, db, table, where, columns, select):
+    """Rows of DB.TABLE on server NAME (those matching WHERE) as an exact session reads them: the key's forms, then
+    what SELECT(types) makes of the column types [(column, DATA_TYPE, COLUMN_TYPE)] (all columns, or COLUMNS in
+    that order). Returns (types, rows)."""
     types = column_types(name, db, table)
     if columns is not None:
         by_name = {c.lower(): (c, t, ct) for c, t, ct in types}
@@ -216,35 +214,38 @@ def stored_checksums(name, db, table, where=None, columns=None):
         if missing:
             raise AssertionError(f"{db}.{table} on {name} has no column {', '.join(missing)}")
         types = [by_name[c.lower()] for c in columns]
-    row = "CONCAT_WS(',', " + ", ".join(f"COALESCE({column_form_sql(c, t)}, 'N')" for c, t, _ in types) + ")"
-    stmt = f"SELECT {_key_sql(name, db, table, types)}, SHA2({row}, 256) FROM {quote_ident(db)}.{quote_ident(table)}"
+    stmt = f"SELECT {_key_sql(name, db, table, types)}, {select(types)} FROM {quote_ident(db)}.{quote_ident(table)}"
     if where:
         stmt += f" WHERE {where}"
     conn = _exact_session(name)
     try:
         with conn.cursor() as cur:
             cur.execute(stmt)
-            return {k: s for k, s in cur.fetchall()}
+            return types, cur.fetchall()
     finally:
         conn.close()
+
+
+def stored_checksums(name, db, table, where=None, columns=None):
+    """{pk_hex: sha256 hex} of every row of DB.TABLE (or those matching WHERE) on server NAME, computed by that
+    server: pk_hex is the key columns' forms (column_form_sql) joined by ','; the checksum is
+    SHA2(CONCAT_WS(',', form or 'N' of every column in table order), 256). Equal checksums on two servers mean
+    byte-identical stored rows (same column list assumed: compare tables of the same definition, or name the
+    COLUMNS to take, e.g. the source's, where the archive has more)."""
+    def select(types):
+        return "SHA2(CONCAT_WS(',', " + ", ".join(f"COALESCE({column_form_sql(c, t)}, 'N')" for c, t, _ in types) + \
+            "), 256)"
+    _, rows = _stored_rows(name, db, table, where, columns, select)
+    return {k: s for k, s in rows}
 
 
 def stored_forms(name, db, table, where=None):
     """{pk_hex: {column: form}} of DB.TABLE (or the rows matching WHERE) on server NAME: each column's form
     (column_form_sql, computed by the server; None for NULL), to show which column differs when
     stored_checksums disagree. pk_hex as in stored_checksums."""
-    types = column_types(name, db, table)
-    forms = ", ".join(column_form_sql(c, t) for c, t, _ in types)
-    stmt = f"SELECT {_key_sql(name, db, table, types)}, {forms} FROM {quote_ident(db)}.{quote_ident(table)}"
-    if where:
-        stmt += f" WHERE {where}"
-    conn = _exact_session(name)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(stmt)
-            return {r[0]: {c: v for (c, _, _), v in zip(types, r[1:])} for r in cur.fetchall()}
-    finally:
-        conn.close()
+    types, rows = _stored_rows(name, db, table, where, None,
+                               lambda types: ", ".join(column_form_sql(c, t) for c, t, _ in types))
+    return {r[0]: {c: v for (c, _, _), v in zip(types, r[1:])} for r in rows}
 
 
 def form_text(form):
