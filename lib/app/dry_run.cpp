@@ -11,6 +11,7 @@
 
 #include "app/commands.h"
 #include "util/json.h"
+#include "app/held_roots.h"
 #include "app/preflight.h"
 #include "app/session.h"
 #include "plan/sql.h"
@@ -23,9 +24,10 @@ namespace goarchive::app {
 
 namespace {
 
-// `SELECT COUNT(*)` of the rows of one table that belong to roots matching `where`, joining up to the root.
+// `SELECT COUNT(*)` of the rows of one table that belong to roots matching `where` and `movable` (an SQL condition
+// on the root table, not aliased), joining up to the root.
 std::string count_sql(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
-                      const std::vector<pipeline::TableMeta>& tables, int node) {
+                      const std::vector<pipeline::TableMeta>& tables, int node, const std::string& movable) {
   const auto& db = cfg.source.database;
   std::vector<int> path;
   for (int n = node; n >= 0; n = tree.nodes()[static_cast<size_t>(n)].parent) path.push_back(n);
@@ -42,15 +44,47 @@ std::string count_sql(const config::Config& cfg, const config::Job& job, const p
     }
     from += fmt::format(" JOIN {} AS t{} ON {}", sql::qualified(db, pm.node.table), parent, on);
   }
-  // The condition is written for the root table; qualify it by evaluating it in a derived table of root keys.
+  // The condition is written for the root table; it is evaluated in a subquery on the root table (not aliased, so
+  // that `movable` names it as it is).
   const auto& root = tables[0];
+  const std::string root_table = sql::qualified(db, root.node.table);
   std::string keys;
   for (size_t k = 0; k < root.key_cols.size(); ++k) {
-    keys += (k ? " AND " : "") + fmt::format("r.{0} = t0.{0}", sql::ident(root.key_cols[k]));
+    keys += (k ? " AND " : "") + fmt::format("{0}.{1} = t0.{1}", root_table, sql::ident(root.key_cols[k]));
   }
-  if (node == 0) return fmt::format("SELECT COUNT(*) FROM {} WHERE ({})", sql::qualified(db, job.root_table), job.where);
-  return fmt::format("SELECT COUNT(*) FROM {} WHERE EXISTS (SELECT 1 FROM {} AS r WHERE {} AND ({}))", from,
-                     sql::qualified(db, job.root_table), keys, job.where);
+  if (node == 0) return fmt::format("SELECT COUNT(*) FROM {} WHERE ({}) AND {}", root_table, job.where, movable);
+  return fmt::format("SELECT COUNT(*) FROM {} WHERE EXISTS (SELECT 1 FROM {} WHERE {} AND ({}) AND {})", from,
+                     root_table, keys, job.where, movable);
+}
+
+// The roots matching where, and those a RESTRICT / NO ACTION foreign key from outside the job holds (a run leaves
+// them in the source, blocked): only in the modes that delete.
+struct Roots {
+  std::vector<OutsideReference> refs;
+  HeldCounts counts;
+  std::string movable = "1";
+};
+
+Roots count_roots(const config::Config& cfg, const config::Job& job, const plan::Tree& tree, pipeline::Mode mode,
+                  const PreflightReport& pf, db::Connection& src) {
+  Roots r;
+  const std::string& db = cfg.source.database;
+  if (mode != pipeline::Mode::copy_only) r.refs = outside_references(tree, pf.source_tables, db);
+  r.counts = count_held(src, job, r.refs, tree, pf.source_tables, db);
+  r.movable = not_held(r.refs, tree, pf.source_tables, db);
+  return r;
+}
+
+// "2 would move, 7 blocked by InvoiceLine.FK_InvoiceLineInvoiceId" (with several references, each one's count).
+std::string roots_line(const Roots& r, const std::string& db) {
+  std::string line = fmt::format("{} would move", r.counts.roots - r.counts.blocked);
+  std::vector<std::string> by;
+  for (size_t i = 0; i < r.refs.size(); ++i) {
+    if (r.counts.held[i] == 0) continue;
+    by.push_back(r.refs[i].label(db) + (r.refs.size() > 1 ? fmt::format(" ({})", r.counts.held[i]) : ""));
+  }
+  if (r.counts.blocked > 0) line += fmt::format(", {} blocked by {}", r.counts.blocked, join(by, ", "));
+  return line;
 }
 
 }  // namespace
@@ -71,9 +105,10 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   tracking::Registry registry(cfg.destination.job_schema);
   pipeline::Engine engine(mode, job, tables, *src, dst ? *dst : *src, registry, 0, 0, "", {});
   engine.use_commit_proofs(cfg.source.database);  // only named in the statements it shows; nothing is created
+  Roots roots = count_roots(cfg, job, tree, mode, pf, *src);
   std::vector<std::pair<std::string, unsigned long long>> counts;
   for (int n : tree.copy_order()) {
-    auto c = src->scalar(count_sql(cfg, job, tree, tables, n));
+    auto c = src->scalar(count_sql(cfg, job, tree, tables, n, roots.movable));
     counts.emplace_back(tree.nodes()[static_cast<size_t>(n)].table, std::stoull(c.value_or("0")));
   }
   if (format == Format::json) {
@@ -89,6 +124,20 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
       t.push(o);
     }
     out.set("tables", t);
+    Json rj = Json::object();
+    rj.set("match_where", Json(roots.counts.roots));
+    rj.set("would_move", Json(roots.counts.roots - roots.counts.blocked));
+    rj.set("blocked", Json(roots.counts.blocked));
+    Json by = Json::array();
+    for (size_t i = 0; i < roots.refs.size(); ++i) {
+      Json o = Json::object();
+      o.set("foreign_key", Json(roots.refs[i].fk.name));
+      o.set("table", Json(roots.refs[i].fk.database + "." + roots.refs[i].fk.table));
+      o.set("roots", Json(roots.counts.held[i]));
+      by.push(o);
+    }
+    rj.set("blocked_by", by);
+    out.set("roots", rj);
     Json s = Json::array();
     for (const auto& q : engine.sample_sql()) s.push(Json(q));
     out.set("sql", s);
@@ -97,7 +146,12 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   }
   std::cout << fmt::format("dry-run of {} job {}: preflight passed; nothing was written\n\n", to_string(options.mode),
                            job.name);
-  std::cout << tree.render_plan() << "\nrows that would move (as of now, along each table's first parent):\n";
+  std::cout << tree.render_plan() << fmt::format("\nroots that match where (as of now): {}\n", roots_line(roots, cfg.source.database));
+  if (roots.counts.blocked > 0) {
+    std::cout << "  (a foreign key from outside the job holds them: the run leaves them in the source; add its table "
+                 "to the job, or archive it first; `goarchive validate` prints the relation)\n";
+  }
+  std::cout << "\nrows that would move (as of now, along each table's first parent):\n";
   for (const auto& [name, n] : counts) std::cout << fmt::format("  {:<28} {:>12}\n", name, n);
   std::cout << "\nSQL per batch:\n";
   for (const auto& q : engine.sample_sql()) std::cout << q << ";\n";

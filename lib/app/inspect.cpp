@@ -9,6 +9,7 @@
 
 #include "app/commands.h"
 #include "util/json.h"
+#include "app/name_hints.h"
 #include "app/preflight.h"
 #include "app/session.h"
 #include "plan/sql.h"
@@ -28,22 +29,11 @@ void require_table(db::Connection& src, const std::string& database, const std::
     throw ConfigError(fmt::format("database {} does not exist on {}; check source.database", database, src.label()));
   }
   db::RowSet r = src.query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = " +
-                           sql::quote(database) + " AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME");
-  std::vector<std::string> names;
+                           sql::quote(database) + " AND TABLE_TYPE = 'BASE TABLE'");
   for (size_t i = 0; i < r.rows(); ++i) {
     if (r.text(i, 0) == table) return;
-    names.push_back(r.text(i, 0));
   }
-  std::string msg = fmt::format("table {} not found in database {}", table, database);
-  auto close = close_matches(table, names);
-  if (!close.empty()) {
-    msg += "; " + did_you_mean(close);
-  } else if (names.empty()) {
-    msg += "; the database has no tables";
-  } else {
-    std::vector<std::string> some(names.begin(), names.begin() + static_cast<long>(std::min<size_t>(names.size(), 10)));
-    msg += fmt::format("; its tables are: {}{}", join(some, ", "), names.size() > some.size() ? ", ..." : "");
-  }
+  std::string msg = fmt::format("table {} not found in database {}; {}", table, database, table_hint(src, database, table));
   throw ConfigError(msg);
 }
 

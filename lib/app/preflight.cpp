@@ -1,8 +1,12 @@
 #include "app/preflight.h"
 
+#include "app/delete_triggers.h"
+#include "app/held_roots.h"
+#include "app/name_hints.h"
 #include "app/preflight_keys.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
@@ -46,6 +50,7 @@ public:
     if (all_exist) {
       if (all_keyed) check_keys_and_relations();
       check_foreign_keys();
+      if (all_keyed) check_held_roots();
       check_where();
       check_source_privileges();
     }
@@ -93,7 +98,8 @@ private:
 
   bool check_source_table(const schema::TableInfo& t) {
     if (!t.exists) {
-      fail(fmt::format("table {} does not exist on the source; fix the table name in [jobs.{}]", name(t), m_job.name));
+      fail_config(fmt::format("table {} does not exist on the source; fix the table name in [jobs.{}]: {}", name(t),
+                              m_job.name, table_hint(m_src, t.database, t.name)));
       return false;
     }
     if (t.table_type != "BASE TABLE") {
@@ -111,12 +117,28 @@ private:
                        "one with ALTER TABLE {} ADD PRIMARY KEY (...)",
                        name(t), sql::qualified(t.database, t.name)));
     }
-    if (deletes() && t.has_trigger("DELETE")) {
-      fail(fmt::format("table {} has a DELETE trigger on the source: archiving would fire it for every row; drop or "
-                       "disable the trigger, or run copy-only",
-                       name(t)));
-    }
+    if (deletes() && t.has_trigger("DELETE")) check_delete_triggers(t);
     return true;
+  }
+
+  // A DELETE trigger fires for every row the run deletes: refused, unless the job opts in (force_triggers), and then
+  // each trigger is stated with what it does, as a warning of the run (a note of validate).
+  void check_delete_triggers(const schema::TableInfo& t) {
+    std::vector<DeleteTrigger> triggers;
+    try {
+      triggers = delete_triggers(m_src, t.database, t.name);
+    } catch (const db::DbError& e) {
+      spdlog::debug("the DELETE triggers of {} could not be read ({})", name(t), e.what());
+    }
+    const std::string mode = m_mode == pipeline::Mode::purge ? "purge" : "archive";
+    if (!m_job.force_triggers) {
+      fail(fmt::format("table {} has a DELETE trigger on the source{}: {} would fire it for every row it deletes; drop "
+                       "or disable the trigger, or run copy-only; or, to let it fire on each delete, opt in with "
+                       "--force-triggers (or force_triggers = true in [jobs.{}]), and the run logs what it does",
+                       name(t), triggers.empty() ? "" : " (" + trigger_names(triggers) + ")", mode, m_job.name));
+      return;
+    }
+    for (const auto& trg : triggers) note_or_warn(forced_trigger_note(trg, mode));
   }
 
   void check_keys_and_relations() {
@@ -125,8 +147,13 @@ private:
       bool unique = std::any_of(root.unique_keys.begin(), root.unique_keys.end(),
                                 [&](const auto& k) { return same_columns(k, m_job.primary_key); });
       if (!unique) {
-        fail(fmt::format("jobs.{}.primary_key = ({}) is not a unique key of {}; omit it to use the table's primary key",
-                         m_job.name, join(m_job.primary_key, ", "), name(root)));
+        std::string missing;
+        for (const auto& c : m_job.primary_key) {
+          if (!root.column(c)) missing += fmt::format(" (column {} does not exist in it{})", c, column_hint(root, c));
+        }
+        fail_config(fmt::format("jobs.{}.primary_key = ({}) is not a unique key of {}{}; omit it to use the table's "
+                                "primary key",
+                                m_job.name, join(m_job.primary_key, ", "), name(root), missing));
       }
       for (const auto& c : m_job.primary_key) {
         const schema::Column* col = root.column(c);
@@ -156,13 +183,19 @@ private:
     const auto& p = m_report.source_tables[static_cast<size_t>(e.parent)];
     for (const auto& c : e.foreign_key) {
       const schema::Column* col = t.column(c);
-      if (!col) fail(fmt::format("relation {}: column {} does not exist in {}; fix foreign_key", table, c, name(t)));
+      if (!col) fail_config(missing_foreign_key_column(t, p, c));
       else if (col->generated) fail(fmt::format("relation {}: foreign key column {} is generated", table, c));
     }
     std::vector<std::string> refs = e.references.empty() ? p.primary_key : e.references;
+    bool refs_exist = true;
     for (const auto& c : refs) {
-      if (!p.column(c)) fail(fmt::format("relation {}: referenced column {} does not exist in {}; fix references", table, c, name(p)));
-      else check_key_column(p, c, "references of relation " + table);
+      if (!p.column(c)) {
+        refs_exist = false;
+        fail_config(fmt::format("relation {}: referenced column {} does not exist in {}{}; fix references", table, c,
+                                name(p), column_hint(p, c)));
+      } else {
+        check_key_column(p, c, "references of relation " + table);
+      }
     }
     for (const auto& c : e.foreign_key) check_key_column(t, c, "foreign_key of relation " + table);
     if (refs.size() != e.foreign_key.size()) {
@@ -170,7 +203,7 @@ private:
                        "column (or set references)",
                        table, e.foreign_key.size(), p.name, refs.size()));
     }
-    if (!e.references.empty()) {
+    if (!e.references.empty() && refs_exist) {  // a missing column is the one problem, not also a missing key
       bool unique = std::any_of(p.unique_keys.begin(), p.unique_keys.end(),
                                 [&](const auto& k) { return same_columns(k, e.references); });
       if (!unique) {
@@ -181,8 +214,55 @@ private:
     }
   }
 
+  // A foreign_key that names a column child table `t` lacks: the relation names no foreign key of `t`; the
+  // ones `t` declares to parent `p` are listed (or that it declares none).
+  std::string missing_foreign_key_column(const schema::TableInfo& t, const schema::TableInfo& p, const std::string& c) {
+    std::string declared = foreign_keys_to(t, p.name);
+    return fmt::format("relation {}: foreign_key names column {}, which does not exist in {}{}, so it is no foreign "
+                       "key of {}: {}; fix foreign_key",
+                       t.name, c, name(t), column_hint(t, c), t.name,
+                       declared.empty() ? fmt::format("{} declares no foreign key to {}", t.name, p.name)
+                                        : fmt::format("the foreign keys of {} that reference {} are {}", t.name, p.name,
+                                                      declared));
+  }
+
   void check_foreign_keys() {
-    for (auto& f : foreign_key_findings(m_job, m_tree, m_report.source_tables, deletes())) fail(std::move(f));
+    for (auto& f : foreign_key_findings(m_job, m_tree, m_report.source_tables, deletes())) {
+      if (f.config) fail_config(std::move(f.message));
+      else fail(std::move(f.message));
+    }
+  }
+
+  // validate only: a RESTRICT / NO ACTION foreign key from outside the job that holds roots (a forgotten child
+  // relation, most often). A run leaves such roots in the source, blocked (exit 0), on every run; validate counts
+  // them in a sample of the roots matching where: a problem when it holds most of them, a note otherwise.
+  void check_held_roots() {
+    if (m_purpose != Purpose::validate || !deletes()) return;
+    const std::string& sdb = m_cfg.source.database;
+    for (const auto& ref : outside_references(m_tree, m_report.source_tables, sdb)) {
+      HeldSample s;
+      try {
+        s = sample_held(m_src, m_job, ref, m_tree, m_report.source_tables, sdb);
+      } catch (const db::DbError& e) {
+        spdlog::debug("the roots {} holds could not be counted ({})", ref.label(sdb), e.what());
+        continue;
+      }
+      if (s.held == 0) continue;
+      const auto& t = m_report.source_tables[static_cast<size_t>(ref.node)];
+      std::string advice =
+          ascii_lower(ref.fk.database) == ascii_lower(sdb)
+              ? fmt::format("add {} to the job: {}; or archive {} first", ref.fk.table, relation_block(m_job.name, ref.fk, t),
+                            ref.fk.table)
+              : fmt::format("archive {}.{} first (it is in another database, so it cannot join the job)",
+                            ref.fk.database, ref.fk.table);
+      std::string msg = fmt::format(
+          "foreign key {} on {}.{} references {} ON DELETE {} and holds {} of the {}{} roots that match where: a run "
+          "leaves each of them in the source, blocked, and tries again on every run; {}",
+          ref.fk.name, ref.fk.database, ref.fk.table, name(t), ref.fk.delete_rule, s.held, s.whole ? "" : "first ",
+          s.looked_at, advice);
+      if (s.held * 2 > s.looked_at) fail(std::move(msg));
+      else m_report.notes.push_back(std::move(msg));
+    }
   }
 
   void check_where() {
@@ -191,8 +271,11 @@ private:
       m_src.query(fmt::format("SELECT 1 FROM {} WHERE ({}) LIMIT 0", sql::qualified(root.database, root.name),
                               m_job.where));
     } catch (const db::DbError& e) {
-      fail(fmt::format("jobs.{}.where = \"{}\" is not a valid condition on {}: the server says: {}", m_job.name,
-                       m_job.where, name(root), e.what()));
+      std::string msg = fmt::format("jobs.{}.where = \"{}\" is not a valid condition on {}: the server says: {}",
+                                    m_job.name, m_job.where, name(root), e.what());
+      // 1054 unknown column, 1064 a syntax error: only the config file can fix them (not so a missing privilege).
+      if (e.code() == 1054 || e.code() == 1064) fail_config(std::move(msg));
+      else fail(std::move(msg));
     }
   }
 
@@ -446,8 +529,15 @@ private:
       return;
     }
     if (!schema::database_exists(*m_dst, ddb)) {
-      fail(fmt::format("the destination database {} does not exist on {}; create it: CREATE DATABASE {}", ddb,
-                       m_dst->label(), sql::ident(ddb)));
+      fail(fmt::format("the destination database {} does not exist on {}; create it with the job's archive tables: "
+                       "{} (or by hand: CREATE DATABASE {})",
+                       ddb, m_dst->label(), schema_apply_command(), sql::ident(ddb)));
+      return;
+    }
+    // A table the source lacks is a typo in the config, already reported: until it is fixed, the archive tables
+    // would be compared with a job that is not the one meant (its foreign keys would seem to leave the job).
+    if (std::any_of(m_report.source_tables.begin(), m_report.source_tables.end(),
+                    [](const auto& t) { return !t.exists; })) {
       return;
     }
     std::vector<std::string> names;
@@ -458,13 +548,27 @@ private:
     }
   }
 
+  // `goarchive schema -c FILE -j JOB --apply`: creates the archive database and tables a job lacks.
+  std::string schema_apply_command() const {
+    std::string path = m_cfg.path;
+    bool plain = std::all_of(path.begin(), path.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-';
+    });
+    if (!plain) {  // quoted for a POSIX shell, so that the command can be pasted as it is
+      std::string q = "'";
+      for (char c : path) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      path = q + "'";
+    }
+    return fmt::format("goarchive schema{} -j {} --apply", path.empty() ? "" : " -c " + path, m_job.name);
+  }
+
   // The archive table of source table `s` in destination database `ddb`: a base table without INSERT triggers,
   // with the source's columns, the privileges the copy needs, and (foreign_key_checks) foreign keys it can meet.
   void check_destination_table(const schema::TableInfo& s, const schema::TableInfo& d, const std::string& ddb) {
     if (!d.exists) {
-      fail(fmt::format("table {}.{} does not exist on the destination; create it there with the statement that "
-                       "SHOW CREATE TABLE {} prints on the source",
-                       ddb, s.name, sql::qualified(s.database, s.name)));
+      fail(fmt::format("table {}.{} does not exist on the destination; create the job's missing archive tables with "
+                       "{} (or create it there with the statement that SHOW CREATE TABLE {} prints on the source)",
+                       ddb, s.name, schema_apply_command(), sql::qualified(s.database, s.name)));
       return;
     }
     if (d.table_type != "BASE TABLE") {

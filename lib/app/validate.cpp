@@ -91,9 +91,10 @@ std::string unchecked_reason(bool have_src, bool have_dst) {
 }
 
 // Every preflight check of each job whose source answered; each failure listed under its job's name, and each
-// note (what a run would warn about) in `notes`.
-void check_jobs(const config::Config& cfg, const std::vector<std::string>& names, db::Connection* src,
-                db::Connection* dst, Failures& failures, Failures& notes) {
+// note (what a run would warn about) in `notes`. Returns how many of the failures only the config file can fix.
+size_t check_jobs(const config::Config& cfg, const std::vector<std::string>& names, db::Connection* src,
+                  db::Connection* dst, Failures& failures, Failures& notes) {
+  size_t config_failures = 0;
   for (const auto& name : names) {
     const config::Job& job = cfg.jobs.at(name);
     plan::Tree tree(job);  // a configuration error: exit 2, like every other command
@@ -102,6 +103,7 @@ void check_jobs(const config::Config& cfg, const std::vector<std::string>& names
         auto pf = preflight(cfg, job, tree, pipeline::Mode::archive, *src, dst, Purpose::validate);
         for (auto& f : pf.failures) failures[name].push_back(f);
         for (auto& n : pf.notes) notes[name].push_back(n);
+        config_failures += pf.config_failures;
       }
     } catch (const ConfigError&) {
       throw;
@@ -109,6 +111,7 @@ void check_jobs(const config::Config& cfg, const std::vector<std::string>& names
       failures[name].push_back(e.what());
     }
   }
+  return config_failures;
 }
 
 void print_json(const std::vector<std::string>& names, const Failures& failures, const Failures& notes,
@@ -173,13 +176,16 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
   auto src = connect_read_only(cfg.source, "source (validate)", failures);
   auto dst = connect_read_only(cfg.destination, "destination (validate)", failures);
   std::string unchecked_why = unchecked_reason(src != nullptr, dst != nullptr);
-  check_jobs(cfg, names, src.get(), dst.get(), failures, notes);
+  size_t config_failures = check_jobs(cfg, names, src.get(), dst.get(), failures, notes);
   size_t total = 0;
   for (const auto& [k, v] : failures) total += v.size();
   if (format == Format::json) print_json(names, failures, notes, unchecked_why, total);
   else print_text(names, failures, notes, unchecked_why, src != nullptr);
   if (total == 0) return 0;
-  if (format == Format::json) return k_exit_failed;
+  // Every problem a configuration error (a mistyped table or column): exit 2, as from every other command.
+  const bool config_only = config_failures == total;
+  if (format == Format::json) return config_only ? k_exit_usage : k_exit_failed;
+  if (config_only) throw ConfigError(problems_message(failures, total));
   throw PreflightError(problems_message(failures, total));
 }
 

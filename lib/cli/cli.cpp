@@ -103,7 +103,7 @@ std::optional<UnknownCommand> find_unknown_command(CLI::App& top, int argc, char
 struct Flags {
   Globals g;
   std::string job, max_runtime, metrics_file, root_table;
-  bool dry = false, statistics = false, schema_apply = false, all = false;
+  bool dry = false, statistics = false, schema_apply = false, all = false, force_triggers = false;
   std::string format = "text", dry_mode = "archive";
   std::optional<long long> batch_size, delete_batch_size;
   std::optional<double> sleep, progress_interval;
@@ -192,6 +192,10 @@ Commands define_commands(CLI::App& app, Flags& f) {
   c.schema = command(app, f, "schema", "Print (or create with --apply) the destination tables of a job", 2);
   c.schema->add_flag("--apply", f.schema_apply, "Create the missing destination database and tables; never alters one");
   c.version = app.add_subcommand("version", "Version, git commit, library versions");
+  for (auto* s : {c.archive, c.purge, c.dry_run, c.validate}) {
+    s->add_flag("--force-triggers", f.force_triggers,
+                "Let the source tables' DELETE triggers fire on each delete, stating what each does (force_triggers)");
+  }
   return c;
 }
 
@@ -205,6 +209,7 @@ config::Overrides overrides_of(const Flags& f) {
   o.critical_threads_running = f.critical_threads_running;
   o.throttle_query = f.throttle_query;
   o.hooks = f.hooks;
+  o.force_triggers = f.force_triggers;
   return o;
 }
 
@@ -254,7 +259,9 @@ int dispatch(const Commands& c, Flags& f) {
   }
   if (c.plan->parsed()) return plan_command(f);
   if (c.validate->parsed()) {
-    return app::validate(load(f.g), f.job.empty() ? std::nullopt : std::optional<std::string>(f.job), f.g.verbose,
+    config::Overrides o;
+    o.force_triggers = f.force_triggers;
+    return app::validate(load(f.g, o), f.job.empty() ? std::nullopt : std::optional<std::string>(f.job), f.g.verbose,
                          format_of(f.format));
   }
   if (c.jobs_clear->parsed()) return app::jobs_clear(load(f.g), f.job);

@@ -111,6 +111,9 @@ struct Job {
   std::vector<std::string> primary_key;  // empty = read from the server
   std::vector<Relation> relations;
   Processing processing;
+  // archive and purge refuse a source table with a DELETE trigger; true lets it fire on each delete, and every run
+  // states what it does (force_triggers = true, or --force-triggers).
+  bool force_triggers = false;
 };
 
 // Where an effective value came from, for `validate -v`.
@@ -152,6 +155,7 @@ struct Overrides {
   std::optional<std::string> log_format;
   std::optional<std::string> log_file;
   std::map<std::string, std::string> hooks;  // "on_success" -> command, from --on-success ...
+  bool force_triggers = false;                // --force-triggers: every job's force_triggers
 };
 
 // Loads and validates a config file. `env` is the process environment (injectable for tests).

@@ -158,6 +158,10 @@ void Loader::read_job(const std::string& name, const toml::table& t, const std::
     job.processing.verification = parse_method(*v, r.where(*r.get("verification")));
     set(prefix + ".verification", *v, Origin::job_block);
   }
+  if (auto v = r.boolean("force_triggers")) job.force_triggers = *v;
+  if (o.force_triggers) job.force_triggers = true;
+  set(prefix + ".force_triggers", job.force_triggers ? "true" : "false",
+      o.force_triggers ? Origin::flag : r.get("force_triggers") ? Origin::job_block : Origin::default_value);
   if (const toml::node* rels = r.get("relations")) {
     const toml::array* arr = rels->as_array();
     if (!arr) r.type_error("relations", *rels, "an array of tables ([[jobs.<name>.relations]])");

@@ -158,7 +158,10 @@ class PreflightTest(unittest.TestCase):
         pc(sc)
         cfg = sc.config({"j": {"root_table": "p", "where": "1=1",
                                "relations": [{"table": "c", "foreign_key": "parent_id"}]}})
-        self.assert_refused(sc, cfg, "relation c: column parent_id does not exist", "fix foreign_key")
+        # A mistyped foreign_key is a configuration error (exit 2) that names the foreign keys c does declare.
+        self.assert_refused(sc, cfg, f"relation c: foreign_key names column parent_id, which does not exist in "
+                                     f"{sc.src_db}.c, so it is no foreign key of c: c declares no foreign key to p; "
+                                     "fix foreign_key", rc=2)
 
 
 if __name__ == "__main__":

@@ -297,7 +297,7 @@ class SafetyPreflightTest(unittest.TestCase):
         sc.both(f"CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL, b INT NOT NULL, UNIQUE KEY (a, b)) {INNODB}")
         sc.src("INSERT INTO t VALUES (1, 1, 1), (2, 1, 2)")
         cfg = sc.config({"j": {"root_table": "t", "where": "1=1", "primary_key": "a"}})
-        self.assert_refused(sc, cfg, "jobs.j.primary_key = (a) is not a unique key")
+        self.assert_refused(sc, cfg, "jobs.j.primary_key = (a) is not a unique key", rc=2)  # only the config can fix it
         ok = sc.config({"j": {"root_table": "t", "where": "1=1", "primary_key": ["a", "b"]}})
         r = sc.job("archive", ok)
         self.assertEqual(r.rc, 0, r)
@@ -361,7 +361,8 @@ class SafetyPreflightTest(unittest.TestCase):
         pc(sc, dest=False)
         cfg = retarget(sc.config({"j": PC_JOB}), "destination", database=sc.dst_db + "_nope")
         self.assert_refused(sc, cfg, f"the destination database {sc.dst_db}_nope does not exist",
-                            f"create it: CREATE DATABASE `{sc.dst_db}_nope`")
+                            "create it with the job's archive tables: goarchive schema -c ",
+                            f"(or by hand: CREATE DATABASE `{sc.dst_db}_nope`)")
 
     # -- 7. destination foreign keys and extra columns -------------------------------------------------------------
     def test_destination_foreign_key_outside_the_job(self):
