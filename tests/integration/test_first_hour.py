@@ -182,6 +182,24 @@ class ForgottenChildTest(unittest.TestCase):
         sc.assert_invariant(before, RELATIONS + [("Invoice", ["CustomerId"], "Customer", ["CustomerId"])])
 
 
+    def test_validate_looks_at_the_first_1000_roots_only(self):
+        """validate's count is one bounded query: on 1500 roots it says what it looked at."""
+        sc = Scenario(self, "fh_sample")
+        sc.both(f"CREATE TABLE Invoice (InvoiceId INT PRIMARY KEY, Total DECIMAL(10,2) NOT NULL) {INNODB}")
+        sc.src(f"CREATE TABLE InvoiceLine (InvoiceLineId INT PRIMARY KEY, InvoiceId INT NOT NULL, CONSTRAINT "
+               f"FK_InvoiceLineInvoiceId FOREIGN KEY (InvoiceId) REFERENCES Invoice (InvoiceId)) {INNODB}")
+        sc.src("INSERT INTO Invoice SELECT seq, 1.98 FROM seq_1_to_1500")
+        sc.src("INSERT INTO InvoiceLine SELECT seq, seq FROM seq_1_to_1500")
+        cfg = sc.config({"inv": {"root_table": "Invoice", "where": "1=1"}})
+        r = sc.run("validate", "-c", cfg, "-j", "inv")
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn(f"foreign key FK_InvoiceLineInvoiceId on {sc.src_db}.InvoiceLine references {sc.src_db}.Invoice "
+                      "ON DELETE RESTRICT and holds 1000 of the first 1000 roots that match where", r.err)
+        r = sc.job("dry-run", cfg, "inv")  # dry-run counts them all
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("0 would move, 1500 blocked by InvoiceLine.FK_InvoiceLineInvoiceId\n", r.out)
+
+
 class NamesTest(unittest.TestCase):
     """Missing archive tables, and mistyped names."""
 
