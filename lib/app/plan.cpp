@@ -20,6 +20,7 @@ const char* to_string(Mode mode) {
     case Mode::archive: return "archive";
     case Mode::copy_only: return "copy-only";
     case Mode::purge: return "purge";
+    case Mode::restore: return "restore";
   }
   return "?";
 }

@@ -94,7 +94,8 @@ private:
     fail(std::move(message));
   }
   std::string name(const schema::TableInfo& t) const { return t.database + "." + t.name; }
-  bool deletes() const { return m_mode != pipeline::Mode::copy_only; }
+  // The source loses rows in this mode (restore writes the source and deletes from the archive).
+  bool deletes() const { return m_mode != pipeline::Mode::copy_only && m_mode != pipeline::Mode::restore; }
 
   bool check_source_table(const schema::TableInfo& t) {
     if (!t.exists) {
@@ -266,6 +267,7 @@ private:
   }
 
   void check_where() {
+    if (m_mode == pipeline::Mode::restore) return;  // restore's --where is checked on the archive (preflight_restore)
     const auto& root = m_report.source_tables[0];
     try {
       m_src.query(fmt::format("SELECT 1 FROM {} WHERE ({}) LIMIT 0", sql::qualified(root.database, root.name),
@@ -389,7 +391,7 @@ private:
       }
       return;
     }
-    if (writes && !role.status_readable && !role.replica() && !m_src.info().mariadb) {
+    if (writes && !role.status_readable && !role.replica() && !m_src.dialect().replica_hint_from_status_variables()) {
       note_or_warn(fmt::format("cannot tell whether {} is a replica: the account may not read SHOW REPLICA STATUS; "
                                "GRANT REPLICATION CLIENT ON *.* to it, so that preflight refuses archive and purge "
                                "on a replica",

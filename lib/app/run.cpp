@@ -19,6 +19,8 @@
 #include "app/hooks.h"
 #include "app/metrics_file.h"
 #include "app/preflight.h"
+#include "app/preflight_restore.h"
+#include "app/control_socket.h"
 #include "app/run_control.h"
 #include "app/run_locks.h"
 #include "app/session.h"
@@ -41,6 +43,7 @@ pipeline::Mode to_pipeline(int mode) {
     case Mode::archive: return pipeline::Mode::archive;
     case Mode::copy_only: return pipeline::Mode::copy_only;
     case Mode::purge: return pipeline::Mode::purge;
+    case Mode::restore: return pipeline::Mode::restore;
   }
   return pipeline::Mode::archive;
 }
@@ -55,6 +58,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // write is guarded explicitly (seed 000).
 void prepare_data_sessions(const config::Config& cfg, db::Connection& src, db::Connection& dst) {
   src.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  // restore writes the source: its foreign keys refuse a row whose parent outside the job is gone.
+  src.execute("SET SESSION foreign_key_checks = 1");
   dst.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   dst.execute(std::string("SET SESSION foreign_key_checks = ") + (cfg.destination.foreign_key_checks ? "1" : "0"));
 }
@@ -80,14 +85,11 @@ std::optional<unsigned long long> explained_roots(db::Connection& src, const std
 // The roots that match `where`, for the progress total and its ETA: a COUNT(*) the server stops after 2 s (a
 // scan of a large table must not delay the run), else EXPLAIN's estimate when it comes from an index on the
 // condition, else unknown (nullopt: the progress shows "?" rather than a wrong total).
-std::optional<unsigned long long> estimate_roots(db::Connection& src, const config::Config& cfg,
+std::optional<unsigned long long> estimate_roots(db::Connection& src, const std::string& database,
                                                  const config::Job& job) {
-  std::string from = sql::qualified(cfg.source.database, job.root_table);
-  std::string count = src.info().mariadb
-                          ? fmt::format("SET STATEMENT max_statement_time=2 FOR SELECT COUNT(*) FROM {} WHERE ({})",
-                                        from, job.where)
-                          : fmt::format("SELECT /*+ MAX_EXECUTION_TIME(2000) */ COUNT(*) FROM {} WHERE ({})", from,
-                                        job.where);
+  std::string from = sql::qualified(database, job.root_table);
+  std::string count =
+      src.dialect().time_limited(fmt::format("SELECT COUNT(*) FROM {} WHERE ({})", from, job.where), 2000);
   // Only the display depends on it: any error (a lost connection included, which the batch loop meets and
   // handles next) leaves the total unknown.
   try {
@@ -105,20 +107,29 @@ std::optional<unsigned long long> estimate_roots(db::Connection& src, const conf
   return std::nullopt;
 }
 
+// The job as this run sees it: restore reads the archive with its own --where.
+config::Job run_job_of(const config::Config& cfg, const RunOptions& options) {
+  config::Job job = cfg.job(options.job);
+  if (options.mode == Mode::restore) job.where = options.where;
+  return job;
+}
+
 class Run {
 public:
   Run(const config::Config& cfg, const RunOptions& options)
-      : m_cfg(cfg), m_options(options), m_job(cfg.job(options.job)), m_tree(m_job),
+      : m_cfg(cfg), m_options(options), m_job(run_job_of(cfg, options)), m_tree(m_job),
         m_mode(to_pipeline(static_cast<int>(options.mode))), m_command(to_string(options.mode)),
         m_registry(cfg.destination.job_schema) {}
 
   // The whole run; returns its exit code, throws goarchive::Error for refusals and failures.
   int execute() {
     RunControl::install_signal_handlers();
+    check_control_socket();
     connect();
     preflight();
     acquire_locks();
     guard();
+    open_control_socket();
     start_run();
     int code = batch_loop();
     // A clean stop by the throttle (critical_threads_running) is "try again later": its one message on stderr
@@ -158,14 +169,18 @@ private:
     m_src = app::connect(m_cfg.source, "source data", tag);
     m_dst = app::connect(m_cfg.destination, "destination data", tag);
     prepare_data_sessions(m_cfg, *m_src, *m_dst);
+    // restore deletes from the archive: a multi-table DELETE by alias resolves it in the default database.
+    if (restores()) m_dst->execute("USE " + sql::ident(m_cfg.destination.database));
     connect_marks(tag);
     connect_reads(tag);
   }
 
+  bool restores() const { return m_mode == pipeline::Mode::restore; }
+
   // In the modes that delete, the next batch's plain read runs on a source session of its own, beside the delete
   // of the batch before it on the data session; set up as the data session is.
   void connect_reads(const std::string& tag) {
-    if (m_mode == pipeline::Mode::copy_only) return;
+    if (m_mode == pipeline::Mode::copy_only || m_mode == pipeline::Mode::restore) return;
     m_src_reads = app::connect(m_cfg.source, "source reads", tag);
     m_src_reads->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   }
@@ -178,8 +193,10 @@ private:
 
   void preflight() {
     PreflightReport pf = app::preflight(m_cfg, m_job, m_tree, m_mode, *m_src, m_dst.get());
+    if (restores()) check_restore(m_cfg, m_job, m_tree, m_options.keep_archive, *m_src, *m_dst, pf);
     require(pf, m_job.name);
     m_tables = pipeline::describe(m_tree, pf.source_tables, m_job, m_cfg.source.database, m_cfg.destination.database);
+    if (restores()) m_tables = pipeline::reversed(std::move(m_tables));
   }
 
   // The schema lock (new registry only), the job lock, then the table locks.
@@ -217,6 +234,7 @@ private:
     tracking::check_recorded_source(m_registry, *m_dst, m_jobrow, m_identity, root_scope(m_cfg, m_job));
     check_guard(m_registry, *m_dst, m_jobrow.id, m_table_keys, m_identity);
     claim_archive();
+    if (restores()) check_sole_archiver(m_cfg, m_job, *m_dst);
   }
 
   // One registry and one source per archive database (tracking/archive_owner.h); purge writes none of its rows.
@@ -224,6 +242,20 @@ private:
     if (m_mode == pipeline::Mode::purge) return;
     tracking::claim_archive(*m_dst, m_cfg.destination.database,
                             {m_cfg.destination.job_schema, schema::read_server_identity(*m_src), m_cfg.source.database});
+  }
+
+  // [control] socket: its path is judged before anything is touched (exit 2), the socket made once the job's locks
+  // are held (a live socket there is then another job's run), and removed when the run ends (finish).
+  void check_control_socket() {
+    if (!m_cfg.control.socket.empty()) {
+      ControlSocket::check_path(config::control_socket_path(m_cfg.control.socket, m_job.name));
+    }
+  }
+  void open_control_socket() {
+    m_steering.describe(m_job.name, m_command, m_job.processing.batch_size, m_job.processing.sleep);
+    if (m_cfg.control.socket.empty()) return;
+    m_control_socket = std::make_unique<ControlSocket>(config::control_socket_path(m_cfg.control.socket, m_job.name),
+                                                       m_steering);
   }
 
   void start_run() {
@@ -244,8 +276,12 @@ private:
     // The count is for the display only: --no-progress skips it (up to 2 s of the source's time at the start).
     m_progress = std::make_unique<report::Progress>(
         m_options.progress, ::isatty(STDERR_FILENO) != 0, m_job.processing.progress_interval,
-        m_options.progress ? estimate_roots(*m_src, m_cfg, m_job) : std::nullopt);
+        m_options.progress ? estimate_roots(restores() ? *m_dst : *m_src,
+                                            restores() ? m_cfg.destination.database : m_cfg.source.database, m_job)
+                           : std::nullopt);
     m_control = std::make_unique<RunControl>(m_job, m_options.max_runtime, *m_progress);
+    m_steering.set_run_id(m_run_id);
+    m_control->set_steering(&m_steering);
     m_control->set_lock_check([this] {
       if (m_heartbeat->lost()) throw LockLost("source or destination");
     });
@@ -275,7 +311,8 @@ private:
           m_cfg.destination.database, pipeline::read_definitions(*m_dst, m_cfg.destination.database, m_tables),
           "destination");
     }
-    const bool deletes = m_mode != pipeline::Mode::copy_only;
+    // restore deletes from the archive, not the source: its source definitions are checked at every boundary.
+    const bool deletes = m_mode != pipeline::Mode::copy_only && !restores();
     const auto every = std::chrono::duration<double>(
         m_job.processing.verification == config::VerifyMethod::sha256 ? 1.0 : 0.0);
     auto checked = std::make_shared<Clock::time_point>();  // the clock's epoch: the first boundary checks
@@ -352,12 +389,14 @@ private:
   // Runs the engine; a retryable error (deadlock, lock wait, lost connection) retries with the run's counts.
   int batch_loop() {
     for (int retries = 0;; ++retries) {
-      pipeline::Engine engine(m_mode, m_job, m_tables, *m_src, *m_dst, m_registry, m_jobrow.id, m_run_id,
-                              root_scope(m_cfg, m_job), hooks());
-      engine.set_marks_connection(*m_marks);
+      // restore swaps the two ends: the archive is read and emptied, the source written.
+      pipeline::Engine engine(m_mode, m_job, m_tables, restores() ? *m_dst : *m_src, restores() ? *m_src : *m_dst,
+                              m_registry, m_jobrow.id, m_run_id, root_scope(m_cfg, m_job), hooks());
+      if (!restores()) engine.set_marks_connection(*m_marks);
       if (m_src_reads) engine.set_reads_connection(*m_src_reads);
       engine.use_commit_proofs(m_cfg.source.database);
-      if (m_mode != pipeline::Mode::copy_only) engine.guard_definitions(*m_definitions);
+      if (m_mode != pipeline::Mode::copy_only && !restores()) engine.guard_definitions(*m_definitions);
+      if (restores() && m_options.keep_archive) engine.keep_archive();
       if (retries > 0) engine.carry_over(m_stats);  // a retry continues the run's counts
       try {
         bool completed = engine.run();
@@ -441,7 +480,10 @@ private:
         spdlog::warn("{}", blocked);
       }
     }
-    if (m_stats.roots_conflict > 0) {
+    if (restores()) {
+      if (completed) reason = restore_reason();
+      if (m_stats.roots_kept > 0 || m_stats.roots_conflict > 0) code = k_exit_failed;
+    } else if (m_stats.roots_conflict > 0) {
       reason = conflict_reason();
       code = k_exit_failed;
       spdlog::error("{}", reason);
@@ -449,6 +491,31 @@ private:
     spdlog::info("run {} ended: {}", m_run_id, reason);
     finish(completed ? "finished" : "stopped", code, reason);
     return code;
+  }
+
+  // restore's one-line outcome: how many roots went back, and each kind of root that did not, with examples.
+  std::string restore_reason() const {
+    std::string reason = m_stats.roots == 0 ? "nothing to do: no archived root matches --where"
+                                            : fmt::format("finished; {} root(s) restored", m_stats.roots_done);
+    if (m_stats.roots_present > 0) {
+      reason += fmt::format("; {} root(s) were in the source already with the same content", m_stats.roots_present);
+    }
+    if (m_stats.roots_blocked > 0) {
+      reason += fmt::format("; {} root(s) wait in the archive for a parent that stays archived", m_stats.roots_blocked);
+    }
+    if (m_stats.roots_kept > 0) {
+      std::vector<std::string> shown(m_stats.blocked.begin(),
+                                     m_stats.blocked.begin() + static_cast<long>(std::min<size_t>(3, m_stats.blocked.size())));
+      reason += fmt::format("; {} root(s) could not be restored and stay in the archive: {}", m_stats.roots_kept,
+                            join(shown, "; "));
+      spdlog::error("{}", reason);
+    }
+    if (m_stats.roots_conflict > 0) {
+      reason += fmt::format("; {} root(s) are back in the source but their archived copy was kept: {}",
+                            m_stats.roots_conflict, join(m_stats.conflicts, "; "));
+      spdlog::error("{}", reason);
+    }
+    return reason;
   }
 
   // One line however many conflicts: the first five keys; `goarchive jobs` lists them too.
@@ -470,6 +537,7 @@ private:
 
   // The end of the run: the registry row (reconnecting once when the data session is gone), metrics, summary.
   void finish(const std::string& status, int code, const std::string& why) {
+    m_control_socket.reset();  // the run is ending: nothing is left to control
     m_progress->finish(m_stats, status);
     m_info = report::RunInfo{m_job.name, m_command, why, m_run_id, code, seconds(), m_control->held_seconds("throttle")};
     m_heartbeat->stop();
@@ -496,7 +564,7 @@ private:
   void analyze() {
     unsigned long long deleted = 0;
     for (const auto& t : m_stats.tables) deleted += t.deleted;
-    if (!m_job.processing.analyze || deleted == 0) return;
+    if (!m_job.processing.analyze || deleted == 0 || restores()) return;
     for (const auto& t : m_tables) {
       try {
         m_src->query("ANALYZE TABLE " + t.source_name);
@@ -524,7 +592,7 @@ private:
 
   const config::Config& m_cfg;
   const RunOptions& m_options;
-  const config::Job& m_job;
+  config::Job m_job;  // the run's own copy: `goarchive ctl set` changes batch_size and sleep
   plan::Tree m_tree;
   pipeline::Mode m_mode;
   std::string m_command;
@@ -548,6 +616,8 @@ private:
   report::RunInfo m_info;
   bool m_metrics_written = false;
   bool m_summary_printed = false;
+  Steering m_steering;  // before the socket that serves it
+  std::unique_ptr<ControlSocket> m_control_socket;
 };
 
 }  // namespace

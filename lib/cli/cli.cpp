@@ -13,6 +13,7 @@
 #include "app/logging.h"
 #include "report/summary.h"
 #include "config/config.h"
+#include "db/dialect.h"
 #include "util/error.h"
 #include "util/fault.h"
 #include "util/strings.h"
@@ -103,19 +104,23 @@ std::optional<UnknownCommand> find_unknown_command(CLI::App& top, int argc, char
 struct Flags {
   Globals g;
   std::string job, max_runtime, metrics_file, root_table;
-  bool dry = false, statistics = false, schema_apply = false, all = false, force_triggers = false;
+  bool dry = false, statistics = false, schema_apply = false, all = false, keep_archive = false;
+  bool force_triggers = false;
+  std::string restore_where;
   std::string format = "text", dry_mode = "archive";
   std::optional<long long> batch_size, delete_batch_size;
   std::optional<double> sleep, progress_interval;
   std::optional<long long> max_threads_running, critical_threads_running;
   std::optional<std::string> throttle_query;
   std::map<std::string, std::string> hooks;  // --on-success CMD, ...
+  std::string socket;                        // ctl --socket PATH
+  std::vector<std::string> request;          // ctl's words: status, pause, resume, stop, set KEY=VALUE
 };
 
 // The commands, as CLI11 knows them after define_commands.
 struct Commands {
-  CLI::App *archive, *copy_only, *purge, *dry_run, *plan, *validate, *jobs, *jobs_clear, *locks, *discover, *schema,
-      *version;
+  CLI::App *archive, *copy_only, *purge, *restore, *dry_run, *plan, *validate, *jobs, *jobs_clear, *locks, *discover, *schema,
+      *version, *ctl;
 };
 
 void add_job(CLI::App* sub, Flags& f, bool required) {
@@ -175,6 +180,13 @@ Commands define_commands(CLI::App& app, Flags& f) {
   c.purge = command(app, f, "purge", "Delete from the source child-first; copy nothing", 0);
   for (auto* s : {c.archive, c.copy_only, c.purge}) add_run_flags(s, f);
   for (auto* s : {c.archive, c.purge}) add_throttle_flags(s, f);  // DESIGN.md §4: [throttle] holds archive and purge
+  c.restore = command(app, f, "restore", "Move archived roots and their trees back into the source", 0);
+  add_run_flags(c.restore, f);
+  add_throttle_flags(c.restore, f);
+  c.restore->add_option("--where", f.restore_where, "Which archived roots go back: SQL on the archived root table "
+                                                    "(1=1 for every one)")
+      ->required();
+  c.restore->add_flag("--keep-archive", f.keep_archive, "Copy back and leave the archive as it is");
   c.dry_run = command(app, f, "dry-run", "Preflight, plan, SQL and row counts; writes nothing", 2);
   c.dry_run->add_option("--mode", f.dry_mode, "archive, copy-only or purge")
       ->check(CLI::IsMember({"archive", "copy-only", "purge"}));
@@ -191,6 +203,10 @@ Commands define_commands(CLI::App& app, Flags& f) {
   c.discover->add_option("--root", f.root_table, "Root table")->required();
   c.schema = command(app, f, "schema", "Print (or create with --apply) the destination tables of a job", 2);
   c.schema->add_flag("--apply", f.schema_apply, "Create the missing destination database and tables; never alters one");
+  c.ctl = command(app, f, "ctl", "Talk to a running job through its control socket ([control] socket)", 1);
+  c.ctl->add_option("--socket", f.socket, "The control socket's path (default: [control] socket of the config for -j)");
+  c.ctl->add_option("request", f.request, "status | pause | resume | stop | set batch_size=N | set sleep=S")
+      ->required();
   c.version = app.add_subcommand("version", "Version, git commit, library versions");
   for (auto* s : {c.archive, c.purge, c.dry_run, c.validate}) {
     s->add_flag("--force-triggers", f.force_triggers,
@@ -238,7 +254,19 @@ int run_command(const Commands& c, const Flags& f) {
                    : f.dry_mode == "copy-only" ? app::Mode::copy_only : app::Mode::archive;
     return app::dry_run(load(f.g, overrides_of(f)), options, format_of(f.format));
   }
-  options.mode = c.archive->parsed() ? app::Mode::archive : c.copy_only->parsed() ? app::Mode::copy_only : app::Mode::purge;
+  options.mode = c.archive->parsed()     ? app::Mode::archive
+                 : c.copy_only->parsed() ? app::Mode::copy_only
+                 : c.restore->parsed()   ? app::Mode::restore
+                                         : app::Mode::purge;
+  if (options.mode == app::Mode::restore) {
+    if (f.all) throw ConfigError("restore takes one job: use -j NAME (--all is for archive, copy-only and purge)");
+    if (f.restore_where.find_first_not_of(" \t\n") == std::string::npos) {
+      throw ConfigError("restore needs --where with a condition on the archived root table; --where '1=1' restores "
+                        "every archived root of the job");
+    }
+    options.where = f.restore_where;
+    options.keep_archive = f.keep_archive;
+  }
   if (f.job.empty() && !f.all) {
     throw ConfigError(std::string(app::to_string(options.mode)) + " needs -j/--job NAME, or --all for every job whose "
                       "mode is " + app::to_string(options.mode));
@@ -250,6 +278,25 @@ int run_command(const Commands& c, const Flags& f) {
   }
   if (f.dry) return app::dry_run(cfg, options, format_of(f.format));
   return app::run_job(cfg, options);
+}
+
+// ctl: the socket of --socket, else the config's [control] socket for the job.
+int ctl_command(Flags& f) {
+  if (!f.socket.empty()) return app::ctl(f.socket, f.job, f.request);
+  config::Config cfg = load(f.g);
+  if (f.job.empty()) {
+    if (cfg.jobs.size() != 1) {
+      throw ConfigError("ctl needs -j/--job NAME (or --socket PATH): the config defines " +
+                        std::to_string(cfg.jobs.size()) + " jobs");
+    }
+    f.job = cfg.jobs.begin()->first;
+  }
+  cfg.job(f.job);  // a job the file defines
+  if (cfg.control.socket.empty()) {
+    throw ConfigError(cfg.path + " sets no control socket: add [control] socket = \"/run/goarchive/%j.sock\" "
+                      "(goarchive.toml(5)) before the run starts, or pass --socket PATH");
+  }
+  return app::ctl(config::control_socket_path(cfg.control.socket, f.job), f.job, f.request);
 }
 
 int dispatch(const Commands& c, Flags& f) {
@@ -269,6 +316,7 @@ int dispatch(const Commands& c, Flags& f) {
   if (c.locks->parsed()) return app::locks(load(f.g), f.job);
   if (c.discover->parsed()) return app::discover(load(f.g), f.root_table);
   if (c.schema->parsed()) return app::schema(load(f.g), f.job, f.schema_apply);
+  if (c.ctl->parsed()) return ctl_command(f);
   return run_command(c, f);
 }
 
@@ -307,6 +355,7 @@ int run(int argc, char** argv) {
   if (auto done = parse(app, argc, argv)) return *done;
   try {
     fault::check_environment();
+    db::check_portable_environment();
     return dispatch(commands, f);
   } catch (const Error& e) {
     spdlog::debug("exit {}: {}", e.exit_code(), e.what());

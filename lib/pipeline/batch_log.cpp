@@ -14,13 +14,13 @@ void BatchLog::claim(Batch& batch) const {
   // The batch's root keys travel as one hex literal: it must fit the destination's max_allowed_packet.
   size_t bytes = 1024;
   for (const auto& r : batch.roots) bytes += 2 * (r.encoded.size() + 4);
-  if (bytes > m_ctx.dst.max_allowed_packet()) {
+  if (bytes > m_ctx.reg().max_allowed_packet()) {
     throw Error(fmt::format("the root keys of a batch of {} roots of table {} take {} bytes as SQL text, more than "
                             "the destination's max_allowed_packet ({} bytes); nothing of this batch was written. "
                             "Lower batch_size",
-                            batch.roots.size(), m_ctx.root().node.table, bytes, m_ctx.dst.max_allowed_packet()));
+                            batch.roots.size(), m_ctx.root().node.table, bytes, m_ctx.reg().max_allowed_packet()));
   }
-  batch.id = m_ctx.registry.claim_batch(m_ctx.dst, m_ctx.job_id, m_ctx.run_id, batch.no, m_ctx.scope, batch.roots,
+  batch.id = m_ctx.registry.claim_batch(m_ctx.reg(), m_ctx.job_id, m_ctx.run_id, batch.no, m_ctx.scope, batch.roots,
                                         state);
   batch.version = 1;
 }
@@ -31,7 +31,7 @@ void BatchLog::end(Batch& batch) const {
                                       batch.count(RootFate::blocked) +
                                       batch.count(RootFate::conflict));
   batch.next_version =
-      m_ctx.registry.transition(m_ctx.dst, batch.id, {"copied", "deleting"}, "done", batch.version, stayed);
+      m_ctx.registry.transition(m_ctx.reg(), batch.id, {"copied", "deleting"}, "done", batch.version, stayed);
 }
 
 unsigned BatchLog::mark_deleting(const Batch& batch, db::Connection& conn) const {
@@ -58,8 +58,8 @@ unsigned BatchLog::mark_deleting(const Batch& batch, db::Connection& conn) const
 }
 
 void BatchLog::adopt(Batch& batch, unsigned recorded_version) const {
-  db::Transaction tx(m_ctx.dst);
-  batch.version = m_ctx.registry.adopt(m_ctx.dst, batch.id, m_ctx.run_id, batch.no, recorded_version);
+  db::Transaction tx(m_ctx.reg());
+  batch.version = m_ctx.registry.adopt(m_ctx.reg(), batch.id, m_ctx.run_id, batch.no, recorded_version);
   fault::point("before_adopt_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
@@ -68,7 +68,7 @@ void BatchLog::adopt(Batch& batch, unsigned recorded_version) const {
 void BatchLog::record_conflicts(const Batch& batch) const {
   std::vector<tracking::RootKey> keys;
   for (int r : batch.roots_with(RootFate::conflict)) keys.push_back(batch.roots[static_cast<size_t>(r)]);
-  m_ctx.registry.add_conflicts(m_ctx.dst, m_ctx.job_id, batch.id, keys);
+  m_ctx.registry.add_conflicts(m_ctx.reg(), m_ctx.job_id, batch.id, keys);
 }
 
 void BatchLog::mark_copied(const Batch& batch) const {
@@ -78,7 +78,7 @@ void BatchLog::mark_copied(const Batch& batch) const {
     hashes.push_back(batch.roots[i].hash);
     keys.push_back(batch.roots[i].encoded);
   }
-  m_ctx.registry.mark_roots(m_ctx.dst, m_ctx.job_id, hashes, "copied", &keys);
+  m_ctx.registry.mark_roots(m_ctx.reg(), m_ctx.job_id, hashes, "copied", &keys);
 }
 
 }  // namespace goarchive::pipeline

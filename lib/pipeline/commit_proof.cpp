@@ -31,14 +31,14 @@ std::string CommitProof::table_name(const std::string& source_db) {
 
 bool CommitProof::start(const std::string& source_db) {
   m_available = false;
-  if (m_ctx.mode != Mode::archive || source_db.empty()) return false;
+  if ((m_ctx.mode != Mode::archive && !m_ctx.restores()) || source_db.empty()) return false;
   m_table = table_name(source_db);
   try {
     // Created once; a DBA may create it beforehand and grant only INSERT, SELECT and DELETE on it.
-    if (!m_ctx.src.scalar(fmt::format("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND "
+    if (!m_ctx.production().scalar(fmt::format("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND "
                                       "TABLE_NAME = 'goarchive_commits'",
                                       sql::quote(source_db)))) {
-      m_ctx.src.execute(fmt::format(
+      m_ctx.production().execute(fmt::format(
           "CREATE TABLE IF NOT EXISTS {} (token BINARY(16) NOT NULL PRIMARY KEY, job VARCHAR(255) NOT NULL, "
           "batch_id BIGINT UNSIGNED NOT NULL, created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) "
           "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='goarchive: proofs that a delete committed, goarchive(1)'",
@@ -46,12 +46,12 @@ bool CommitProof::start(const std::string& source_db) {
       fault::point("after_proof_table");
     }
     // The statements of a delete transaction, tried and rolled back: the privileges and the table's shape.
-    db::Transaction probe(m_ctx.src);
+    db::Transaction probe(m_ctx.production());
     std::string t = new_token();
-    m_ctx.src.execute(fmt::format("INSERT INTO {} (token, job, batch_id) VALUES ({}, 'probe', 0)", m_table,
+    m_ctx.production().execute(fmt::format("INSERT INTO {} (token, job, batch_id) VALUES ({}, 'probe', 0)", m_table,
                                   sql::hex_literal(t)));
-    m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list({t}, true)));
-    m_ctx.src.scalar(fmt::format("SELECT 1 FROM {} WHERE token = {} FOR UPDATE", m_table, sql::hex_literal(t)));
+    m_ctx.production().execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list({t}, true)));
+    m_ctx.production().scalar(fmt::format("SELECT 1 FROM {} WHERE token = {} FOR UPDATE", m_table, sql::hex_literal(t)));
   } catch (const db::DbError& e) {
     if (e.retryable()) throw;
     spdlog::warn("no commit proof: the source table {} cannot be used ({}); after a crash at a delete's commit, "
@@ -68,18 +68,18 @@ std::string CommitProof::stamp(unsigned long long batch_id) {
   if (!m_available) return "";
   std::vector<std::string> old = take_forgotten();
   if (!old.empty()) {
-    m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list(old, true)));
+    m_ctx.production().execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list(old, true)));
   }
   std::string t = new_token();
-  m_ctx.src.execute(fmt::format("INSERT INTO {} (token, job, batch_id) VALUES ({}, {}, {})", m_table,
+  m_ctx.production().execute(fmt::format("INSERT INTO {} (token, job, batch_id) VALUES ({}, {}, {})", m_table,
                                 sql::hex_literal(t), sql::quote(m_ctx.job.name), batch_id));
   return t;
 }
 
 bool CommitProof::committed(const std::string& token) {
   if (!m_available) throw Error("internal: a commit proof was looked up without its table");
-  db::Transaction tx(m_ctx.src);
-  bool found = m_ctx.src
+  db::Transaction tx(m_ctx.production());
+  bool found = m_ctx.production()
                    .scalar(fmt::format("SELECT 1 FROM {} WHERE token = {} FOR UPDATE", m_table,
                                        sql::hex_literal(token)))
                    .has_value();
@@ -97,7 +97,7 @@ void CommitProof::flush() {
   std::vector<std::string> old = take_forgotten();
   if (old.empty() || !m_available) return;
   try {
-    m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list(old, true)));
+    m_ctx.production().execute(fmt::format("DELETE FROM {} WHERE token IN ({})", m_table, sql::literal_list(old, true)));
   } catch (const db::DbError& e) {
     spdlog::warn("{} commit proof(s) of done batches stay in {} ({}); they are small and harmless", old.size(),
                  m_table, e.what());

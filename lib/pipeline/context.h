@@ -10,13 +10,16 @@
 
 #include "config/config.h"
 #include "db/connection.h"
+#include "pipeline/key_index.h"
 #include "pipeline/stats.h"
 #include "pipeline/table_meta.h"
 #include "tracking/registry.h"
 
 namespace goarchive::pipeline {
 
-enum class Mode { archive, copy_only, purge };
+// restore runs the pipeline with its two ends swapped: `src` is the archive (read, then its rows removed) and
+// `dst` the source (written); the registry stays on the archive server and the commit proofs on the source.
+enum class Mode { archive, copy_only, purge, restore };
 
 // The command that runs `mode`, as the registry records it ("archive", "copy-only", "purge").
 inline const char* mode_name(Mode mode) {
@@ -24,6 +27,7 @@ inline const char* mode_name(Mode mode) {
     case Mode::archive: return "archive";
     case Mode::copy_only: return "copy-only";
     case Mode::purge: return "purge";
+    case Mode::restore: return "restore";
   }
   return "?";
 }
@@ -86,12 +90,21 @@ struct Context {
   // The source data session checks foreign keys (@@foreign_key_checks): a guarded tree's one-pass delete
   // relies on them (returning_delete.h).
   bool source_fk_checks = false;
+  // restore --keep-archive: the rows go back into the source and stay in the archive too.
+  bool keep_archive = false;
 
-  bool deletes() const { return mode != Mode::copy_only; }
+  // The index each statement by key names (FORCE INDEX), per server and table, read once (key_index.h).
+  mutable KeyIndexes indexes{};
+  bool deletes() const { return mode != Mode::copy_only && !keep_archive; }
   bool copies() const { return mode != Mode::purge; }
   bool sha256() const { return job.processing.verification == config::VerifyMethod::sha256; }
   const TableMeta& root() const { return tables[0]; }
   db::Connection& read_conn() const { return reads ? *reads : src; }
+  // The session on the archive server, where the registry lives: `dst`, or `src` when the ends are swapped.
+  db::Connection& reg() const { return mode == Mode::restore ? src : dst; }
+  // The data session on the source server, where the commit proofs live: `src`, or `dst` when the ends are swapped.
+  db::Connection& production() const { return mode == Mode::restore ? dst : src; }
+  bool restores() const { return mode == Mode::restore; }
 };
 
 }  // namespace goarchive::pipeline

@@ -18,6 +18,9 @@ namespace {
 
 // Errors strict mode raises for a value it would store otherwise: data truncated (1265), out of range (1264), an
 // incorrect date, integer or string value (1292, 1366, 1367), too long (1406).
+// ER_NO_REFERENCED_ROW_2: a foreign key refused a row whose parent is missing.
+constexpr unsigned k_fk_refused = 1452;
+
 bool value_refused(unsigned code) {
   return code == 1265 || code == 1264 || code == 1292 || code == 1366 || code == 1367 || code == 1406;
 }
@@ -194,7 +197,7 @@ void DestinationWriter::run_load(Batch& batch, size_t t, const Statement& st) {
   try {
     n = dst.load_data_local(st.sql, st.data);
   } catch (const db::DbError& e) {
-    if (value_refused(e.code())) {  // strict mode: the INSERT path settles such a value
+    if (value_refused(e.code()) || e.code() == k_fk_refused) {  // the INSERT path settles these
       dst.execute("ROLLBACK TO SAVEPOINT goarchive_copy");
       run_inserts(batch, t, build_inserts(batch, t, st.rows));
       return;
@@ -263,6 +266,7 @@ void DestinationWriter::run_inserts(Batch& batch, size_t t, const std::vector<St
         insert_permissive(batch, t, st);
         continue;
       }
+      if (e.code() == k_fk_refused && m_ctx.restores()) missing_parent(batch, t, st.rows);
       // A duplicate key is an answer (seed 000, I4): find out whose row is there.
       if (!e.duplicate_key()) throw;
       insert_fallback(batch, t, st.rows);
@@ -321,6 +325,26 @@ void DestinationWriter::unique_key_clash(const Batch& batch, size_t t, const std
                           m.node.table));
 }
 
+void DestinationWriter::missing_parent(const Batch& batch, size_t t, const std::vector<size_t>& rows) {
+  const TableMeta& m = m_ctx.tables[t];
+  const TableRows& tb = batch.tables[t];
+  for (size_t r : rows) {
+    try {
+      m_ctx.dst.execute("SAVEPOINT goarchive_parent");
+      for (const auto& one : build_inserts(batch, t, {r})) m_ctx.dst.execute(one.sql);
+      m_ctx.dst.execute("ROLLBACK TO SAVEPOINT goarchive_parent");
+    } catch (const db::DbError& e) {
+      if (e.code() != k_fk_refused) throw;
+      throw RootStays(fmt::format("the row {} cannot go back: a parent it references is not in the source ({})",
+                                  name_row(m, tb.rows, r), e.what()),
+                      tb.root[r]);
+    }
+  }
+  throw Error(fmt::format("table {}: a foreign key of the source refused rows, but no single row of them is refused; "
+                          "nothing of this batch was restored",
+                          m.node.table));
+}
+
 void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vector<size_t>& rows) {
   const TableMeta& m = m_ctx.tables[t];
   const TableRows& tb = batch.tables[t];
@@ -341,6 +365,10 @@ void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vecto
       } else if (same_row(existing, it->second, tb.rows, r)) {
         // Another run wrote it (another job, mode, registry or source, or an earlier run whose source row came
         // back): it is that run's, which may remove it. A delete resting on it could lose the row, so the root stays.
+        if (m_ctx.restores()) {
+          throw SameRowThere(fmt::format("the row {} is in the source already, with the same content", name_row(m, tb.rows, r)),
+                             tb.root[r]);
+        }
         throw RootStays(fmt::format("the row {} is already in the destination, written by another run; goarchive "
                                     "deletes a source row only on a copy it wrote itself",
                                     name_row(m, tb.rows, r)),
@@ -349,6 +377,12 @@ void DestinationWriter::insert_fallback(Batch& batch, size_t t, const std::vecto
         removed_stale = again = true;  // its stale copy is gone: the current version goes in
         break;
       } else {
+        if (m_ctx.restores()) {
+          throw RootStays(fmt::format("the key of the row {} is in the source already, with other content; goarchive "
+                                      "never overwrites a source row",
+                                      name_row(m, tb.rows, r)),
+                          tb.root[r]);
+        }
         throw RowConflict(fmt::format("the row {} is already in the destination with different content; goarchive "
                                       "never overwrites an archived row",
                                       name_row(m, tb.rows, r)),
@@ -365,7 +399,8 @@ db::RowSet DestinationWriter::read_by_key(size_t t, const db::RowSet& rows, cons
   db::RowSet found;
   found.set_columns(m.columns);
   for (const auto& list : primary_key_lists(m, rows, which, statement_budget(m_ctx.dst))) {
-    db::RowSet part = m_ctx.dst.query(fmt::format("SELECT {} FROM {} WHERE {}", m.select_list, m.destination_name, list));
+    db::RowSet part = m_ctx.dst.query(fmt::format("SELECT {} FROM {}{} WHERE {}", m.select_list, m.destination_name,
+                                                  m_ctx.indexes.hint(m_ctx.dst, m.destination_name, m.key_cols), list));
     for (size_t r = 0; r < part.rows(); ++r) append_row(found, part, r);
   }
   return found;
@@ -380,11 +415,14 @@ std::optional<std::vector<std::string>> DestinationWriter::destination_root_of(s
     const TableMeta& pm = m_ctx.tables[static_cast<size_t>(m.node.parent)];
     if (any_null(row, at, m.fk_idx)) return std::nullopt;
     std::string cond;
+    std::vector<std::string> referenced;
     for (size_t k = 0; k < m.fk_idx.size(); ++k) {
+      referenced.push_back(pm.columns[m.parent_ref_idx[k]]);
       cond += (k ? " AND " : "") + sql::ident(pm.columns[m.parent_ref_idx[k]]) + " = " +
               sql::literal(row.get(at, m.fk_idx[k]), m.fk_binary[k]);
     }
-    row = m_ctx.dst.query(fmt::format("SELECT {} FROM {} WHERE {} LIMIT 1", pm.select_list, pm.destination_name, cond));
+    row = m_ctx.dst.query(fmt::format("SELECT {} FROM {}{} WHERE {} LIMIT 1", pm.select_list, pm.destination_name,
+                                      m_ctx.indexes.hint(m_ctx.dst, pm.destination_name, referenced), cond));
     if (row.rows() == 0) return std::nullopt;
     at = 0;
     t = static_cast<size_t>(m.node.parent);
@@ -395,7 +433,7 @@ std::optional<std::vector<std::string>> DestinationWriter::destination_root_of(s
 }
 
 bool DestinationWriter::remove_stale_copy_of(size_t t, const db::RowSet& rows, size_t r) {
-  if (m_ctx.mode == Mode::purge) return false;
+  if (m_ctx.mode == Mode::purge || m_ctx.restores()) return false;  // restore: the destination is the source
   auto root = destination_root_of(t, rows, r);
   if (!root) return false;
   tracking::RootKey rk = tracking::encode_key(*root);
@@ -487,7 +525,8 @@ std::optional<std::vector<std::string>> DestinationWriter::verify_root_range(con
   const size_t k = m.key_idx[0];
   const std::string column = sql::ident(m.key_cols[0]);
   db::RowSet there = m_ctx.dst.query(fmt::format(
-      "SELECT {} FROM {} WHERE {} >= {} AND {} <= {} ORDER BY {} LIMIT {}", m.select_list, m.destination_name, column,
+      "SELECT {} FROM {}{} WHERE {} >= {} AND {} <= {} ORDER BY {} LIMIT {}", m.select_list, m.destination_name,
+      m_ctx.indexes.hint(m_ctx.dst, m.destination_name, m.key_cols), column,
       sql::literal(tb.rows.get(0, k), m.binary[k]), column, sql::literal(tb.rows.get(tb.size() - 1, k), m.binary[k]),
       column, 2 * tb.size() + 16));
   std::vector<bool> seen(tb.size(), false);
@@ -536,14 +575,17 @@ void DestinationWriter::verify(Batch& batch) {
     size_t found = 0;
     std::optional<std::vector<std::string>> lists = verify_root_range(batch, t, found);
     if (!lists) lists = verify_lists(batch, t);
+    // The lists are by primary key or by foreign key (verify_lists): the hint names both indexes, and the
+    // optimizer takes the one the list is on, never a scan of a table whose statistics lag (key_index.h).
+    const std::string hint = m_ctx.indexes.hint(m_ctx.dst, m.destination_name, m.key_cols, m.node.foreign_key);
     for (const std::string& where : *lists) {
       if (!m_ctx.sha256()) {
-        found += std::stoull(
-            m_ctx.dst.scalar(fmt::format("SELECT COUNT(*) FROM {} WHERE {}", m.destination_name, where)).value_or("0"));
+        found += std::stoull(m_ctx.dst.scalar(fmt::format("SELECT COUNT(*) FROM {}{} WHERE {}", m.destination_name,
+                                                          hint, where)).value_or("0"));
         continue;
       }
-      compare_read_back(batch, t, m_ctx.dst.query(fmt::format("SELECT {} FROM {} WHERE {}", m.select_list,
-                                                              m.destination_name, where)),
+      compare_read_back(batch, t, m_ctx.dst.query(fmt::format("SELECT {} FROM {}{} WHERE {}", m.select_list,
+                                                              m.destination_name, hint, where)),
                         found, nullptr);
     }
     if (found != tb.size()) {
@@ -558,8 +600,14 @@ void DestinationWriter::verify(Batch& batch) {
 
 size_t DestinationWriter::delete_by_key(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which) {
   size_t removed = 0;
-  for (const auto& list : primary_key_lists(m, rows, which, statement_budget(m_ctx.dst))) {
-    removed += m_ctx.dst.execute(fmt::format("DELETE FROM {} WHERE {}", m.destination_name, list));
+  // Through a join on the key's index: a single-table DELETE takes no index hint, and the archive's statistics
+  // may say it is nearly empty (key_index.h).
+  std::vector<sql::KeyLiterals> keys;
+  for (size_t r : which) keys.push_back(wrap(literals(rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
+  for (const auto& from : key_joins(m.key_cols, keys, m.destination_name,
+                                    m_ctx.indexes.hint(m_ctx.dst, m.destination_name, m.key_cols),
+                                    statement_budget(m_ctx.dst))) {
+    removed += m_ctx.dst.execute("DELETE " + m.destination_name + " FROM " + from);
   }
   return removed;
 }

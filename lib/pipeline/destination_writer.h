@@ -41,6 +41,13 @@ public:
   using RootError::RootError;
 };
 
+// restore: a row of the root's tree is in the source already with the same content; the root stays archived and
+// counts as back (nothing to restore), never as a failure.
+class SameRowThere : public RootStays {
+public:
+  using RootStays::RootStays;
+};
+
 class DestinationWriter {
 public:
   DestinationWriter(Context& ctx, const TreeReader& tree)
@@ -88,6 +95,9 @@ private:
   // A duplicate key on a unique key other than the primary key: finds the row that meets it, one INSERT at a time,
   // and makes its root stay (RootStays).
   [[noreturn]] void unique_key_clash(const Batch& batch, size_t t, const std::vector<size_t>& rows);
+  // restore: a foreign key of the source refused rows (a parent outside the job is gone): finds the row, one
+  // INSERT at a time, and makes its root stay in the archive (RootStays naming the missing parent).
+  [[noreturn]] void missing_parent(const Batch& batch, size_t t, const std::vector<size_t>& rows);
   // The destination's rows of table T with the primary keys of ROWS' rows WHICH.
   db::RowSet read_by_key(size_t t, const db::RowSet& rows, const std::vector<size_t>& which);
   // The root key (values) a destination row of table t hangs under, found up its foreign keys; nullopt when a

@@ -28,7 +28,7 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
       m_proof(m_ctx), m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_log(m_ctx), m_remover(m_ctx, m_tree, m_log),
       m_stages(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log), m_recovery(m_ctx, m_log, m_stages),
       m_sweep(m_ctx, m_tree, m_writer),
-      m_loop(m_ctx, m_reader, m_stages) {
+      m_loop(m_ctx, m_reader, m_stages), m_restore(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log) {
   m_ctx.proof = &m_proof;
   // Unknown (the query failed) counts as off: every batch then takes the locked re-read.
   try {
@@ -40,6 +40,11 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
 
 bool Engine::run() {
   m_proof.start(m_proof_db);
+  if (m_ctx.restores()) {
+    bool completed = m_restore.run(m_batch_no);
+    m_proof.flush();
+    return completed;
+  }
   m_stages.start();
   m_recovery.review_conflicts(m_tree);
   bool completed = m_recovery.run(m_batch_no) && m_sweep.run();

@@ -16,6 +16,7 @@
 #include "pipeline/loop.h"
 #include "pipeline/recovery.h"
 #include "pipeline/remover.h"
+#include "pipeline/restore.h"
 #include "pipeline/source_reader.h"
 #include "pipeline/stages.h"
 #include "pipeline/stats.h"
@@ -45,6 +46,8 @@ public:
   void use_commit_proofs(std::string source_db) { m_proof_db = std::move(source_db); }
   // The source definitions every source delete transaction checks (definitions.h); it outlives the engine.
   void guard_definitions(DefinitionGuard& guard) { m_ctx.definitions = &guard; }
+  // restore --keep-archive: the archived rows stay where they are once they are back in the source.
+  void keep_archive() { m_ctx.keep_archive = true; }
   // Continues counting from an earlier engine of the same run (after a retry).
   void carry_over(const Stats& stats) { m_ctx.stats = stats; }
 
@@ -64,6 +67,7 @@ private:
   Recovery m_recovery;
   CopySweep m_sweep;
   Loop m_loop;
+  Restore m_restore;
   unsigned m_batch_no = 0;
 };
 

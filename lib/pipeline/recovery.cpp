@@ -14,9 +14,14 @@ bool Recovery::any_row_on(Side side, const Batch& from, int root) const {
   for (size_t t = 0; t < m_ctx.tables.size(); ++t) {
     const TableMeta& m = m_ctx.tables[t];
     const std::string& name = side == Side::source ? m.source_name : m.destination_name;
-    for (const auto& list : primary_key_lists(m, from.tables[t].rows, from.tables[t].rows_of(root),
-                                              statement_budget(conn))) {
-      if (conn.scalar(fmt::format("SELECT 1 FROM {} WHERE {} LIMIT 1", name, list))) return true;
+    // A key-only read: through a join on the key's index, which no statistics turn into a scan (key_index.h).
+    std::vector<sql::KeyLiterals> keys;
+    for (size_t r : from.tables[t].rows_of(root)) {
+      keys.push_back(wrap(literals(from.tables[t].rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
+    }
+    for (const auto& join : key_joins(m.key_cols, keys, name, m_ctx.indexes.hint(conn, name, m.key_cols),
+                                      statement_budget(conn))) {
+      if (conn.scalar("SELECT 1 FROM " + join + " LIMIT 1")) return true;
     }
   }
   return false;
@@ -24,7 +29,7 @@ bool Recovery::any_row_on(Side side, const Batch& from, int root) const {
 
 void Recovery::review_conflicts(const TreeReader& tree) {
   if (m_ctx.mode != Mode::archive && m_ctx.mode != Mode::copy_only) return;
-  auto keys = m_ctx.registry.conflicts(m_ctx.dst, m_ctx.job_id);
+  auto keys = m_ctx.registry.conflicts(m_ctx.reg(), m_ctx.job_id);
   if (keys.empty()) return;
   Batch source, archive;
   for (const auto& enc : keys) {
@@ -54,14 +59,14 @@ void Recovery::review_conflicts(const TreeReader& tree) {
     m_ctx.stats.add_conflict(name_key(m_ctx.root(), source.root_keys[i]));
   }
   if (!resolved.empty()) {
-    m_ctx.registry.resolve_conflicts(m_ctx.dst, m_ctx.job_id, resolved);
+    m_ctx.registry.resolve_conflicts(m_ctx.reg(), m_ctx.job_id, resolved);
     spdlog::info("{} conflict(s) resolved: each root now has one version", resolved.size());
   }
 }
 
 void Recovery::prove(Batch& batch) const {
   if (!m_ctx.proof->available()) return;
-  batch.proof = m_ctx.registry.proof(m_ctx.dst, batch.id);
+  batch.proof = m_ctx.registry.proof(m_ctx.reg(), batch.id);
   if (batch.proof.empty()) return;  // decided before proofs (or on an unproven copy): versions are compared
   batch.unproven = false;
   batch.delete_committed = m_ctx.proof->committed(batch.proof);
@@ -70,12 +75,12 @@ void Recovery::prove(Batch& batch) const {
 }
 
 bool Recovery::run(unsigned& batch_no) {
-  auto counts = m_ctx.registry.unfinished_counts(m_ctx.dst, m_ctx.job_id);
+  auto counts = m_ctx.registry.unfinished_counts(m_ctx.reg(), m_ctx.job_id);
   if (counts.first + counts.second == 0) return true;
   // A batch is finished by the rules of the mode that wrote it: copy-only would take an archive batch whose delete
   // committed for one to undo, and remove the only copy of its rows; archive would compare a purge batch's roots
   // with copies that were never made.
-  for (const auto& command : m_ctx.registry.unfinished_commands(m_ctx.dst, m_ctx.job_id)) {
+  for (const auto& command : m_ctx.registry.unfinished_commands(m_ctx.reg(), m_ctx.job_id)) {
     if (command == mode_name(m_ctx.mode)) continue;
     throw Error(fmt::format("job {} has unfinished {} work ({} root(s) copied, {} deleting) that only {} may finish; "
                             "run `goarchive {} -j {}` first, then this command again",
@@ -90,7 +95,7 @@ bool Recovery::run(unsigned& batch_no) {
   unsigned long long after = 0;
   while (true) {
     if (!m_ctx.hooks.boundary("recovery")) return false;
-    auto rows = m_ctx.registry.unfinished_batches(m_ctx.dst, m_ctx.job_id, after, 16);
+    auto rows = m_ctx.registry.unfinished_batches(m_ctx.reg(), m_ctx.job_id, after, 16);
     if (rows.empty()) break;
     for (const auto& row : rows) {
       after = row.id;

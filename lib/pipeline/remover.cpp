@@ -53,13 +53,14 @@ void Remover::remove(Batch& batch) const {
   // that finds the batch deleting and reads the proof under a lock waits for this transaction. A decision made
   // on an unproven copy carries none, so that its recovery compares versions again. (A failed delete_returning
   // stamped it already.)
-  if (!returning) batch.proof = batch.unproven || batch.id == 0 ? "" : m_ctx.proof->stamp(batch.id);
+  // restore: the proof rode in the copy into the source; this transaction removes the archived rows.
+  if (!returning && !m_ctx.restores()) batch.proof = batch.unproven || batch.id == 0 ? "" : m_ctx.proof->stamp(batch.id);
   // The decision is on the destination before the source commits: a recovery that finds the batch deleting
   // knows which roots this transaction kept, and from the proof whether it committed. It is recorded on its own
   // session while the deletes run, and the commit waits for it.
   std::future<unsigned> marked = record_decision(batch);
   try {
-    if (deletes) delete_rows(batch, now);
+    if (deletes && m_ctx.deletes()) delete_rows(batch, now);
   } catch (...) {
     if (marked.valid()) marked.wait();  // a decision recorded for a delete that rolls back: recovery finds no proof
     throw;
@@ -75,9 +76,12 @@ std::future<unsigned> Remover::record_decision(const Batch& batch) const {
 }
 
 void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const {
+  // restore: the registry shares the archive's server, so the batch ends in this very transaction.
+  if (m_ctx.restores()) m_log.end(batch);
   fault::point("before_delete_commit");
   m_ctx.hooks.before_commit();
   tx.commit();
+  if (m_ctx.restores() && batch.id != 0) batch.version = batch.next_version;
   fault::point("after_delete_commit");
   batch.t_delete = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -134,11 +138,13 @@ bool Remover::definitions_unchanged(Batch& batch) const {
 }
 
 void Remover::judge(Batch& batch, const Batch& now, const std::vector<bool>& matches) const {
-  if (m_ctx.mode == Mode::archive) {
+  if (m_ctx.mode == Mode::archive || m_ctx.restores()) {
     for (size_t t = 0; t < m_ctx.tables.size(); ++t) compare_table(batch, now, t);
   }
   const TableRows& roots = now.tables[0];
-  for (size_t r = 0; r < roots.size(); ++r) {
+  // A restore batch recovered after its copy committed is back in the source whatever `where` says now.
+  const bool where_applies = !(m_ctx.restores() && batch.recovery);
+  for (size_t r = 0; r < roots.size() && where_applies; ++r) {
     if (roots.root[r] >= 0 && !matches[r]) {
       batch.leave(static_cast<size_t>(roots.root[r]), RootFate::withdrawn,
                   name_row(m_ctx.root(), roots.rows, r) + " no longer matches `where`");
@@ -195,9 +201,18 @@ void Remover::check_gone_roots(Batch& batch, const Batch& now) const {
     for (size_t r = 0; r < copied.size(); ++r) {
       if (copied.root[r] >= 0 && !present[static_cast<size_t>(copied.root[r])]) rows.push_back(r);
     }
-    for (const auto& list : primary_key_lists(m, copied.rows, rows, statement_budget(m_ctx.src))) {
-      db::RowSet found = m_ctx.src.query(fmt::format("SELECT {} FROM {} WHERE {} FOR UPDATE",
-                                                     sql::ident_list(m.key_cols), m.source_name, list));
+    // A key-only locked read: through a join on the key's index, which no statistics turn into a scan that
+    // would wait for every row the application holds (key_index.h).
+    std::vector<sql::KeyLiterals> keys;
+    for (size_t r : rows) {
+      keys.push_back(wrap(literals(copied.rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
+    }
+    std::string key_list;
+    for (const auto& c : m.key_cols) key_list += (key_list.empty() ? "" : ", ") + m.source_name + "." + sql::ident(c);
+    for (const auto& join : key_joins(m.key_cols, keys, m.source_name,
+                                      m_ctx.indexes.hint(m_ctx.src, m.source_name, m.key_cols),
+                                      statement_budget(m_ctx.src))) {
+      db::RowSet found = m_ctx.src.query(fmt::format("SELECT {} FROM {} FOR UPDATE", key_list, join));
       std::vector<size_t> all(found.cols());
       for (size_t c = 0; c < all.size(); ++c) all[c] = c;
       for (size_t r = 0; r < found.rows(); ++r) {
@@ -285,8 +300,14 @@ void Remover::delete_children_of(Batch& batch, int ni, std::vector<sql::KeyLiter
                                  std::vector<size_t>& rows, std::vector<bool>& gone) const {
   if (values.empty()) return;
   const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
-  uint64_t n = m_ctx.src.execute(
-      fmt::format("DELETE FROM {} WHERE {}", m.source_name, sql::key_in(m.node.foreign_key, values, "")));
+  // Through a join on the foreign key's index (one ref lookup per parent value): a single-table DELETE takes no
+  // index hint, whatever the statistics say (key_index.h).
+  uint64_t n = 0;
+  for (const auto& join : key_joins(m.node.foreign_key, values, m.source_name,
+                                    m_ctx.indexes.hint(m_ctx.src, m.source_name, m.node.foreign_key),
+                                    static_cast<size_t>(-1))) {
+    n += m_ctx.src.execute("DELETE " + m.source_name + " FROM " + join);
+  }
   if (n != rows.size()) {
     throw Error(fmt::format("table {}: deleting the children of {} parent row(s) removed {} rows where {} were "
                             "locked and compared; nothing of this batch was deleted (the transaction rolled "
@@ -362,10 +383,11 @@ void Remover::delete_rows(Batch& batch, const Batch& now) const {
     delete_ranges(batch, ni, ranges);
     std::vector<sql::KeyLiterals> keys;
     for (size_t r : rest) keys.push_back(wrap(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
-    // By exact key only: no range locks, so the application's inserts are never blocked.
-    for (const auto& list : key_lists(m.key_cols, keys, budget, "", per_statement)) {
-      batch.deleted[static_cast<size_t>(ni)] +=
-          m_ctx.src.execute(fmt::format("DELETE FROM {} WHERE {}", m.source_name, list));
+    // By exact key only: no range locks, so the application's inserts are never blocked. Through a join on the
+    // key's index: a single-table DELETE takes no index hint, whatever the statistics say (key_index.h).
+    const std::string hint = m_ctx.indexes.hint(m_ctx.src, m.source_name, m.key_cols);
+    for (const auto& join : key_joins(m.key_cols, keys, m.source_name, hint, budget, per_statement)) {
+      batch.deleted[static_cast<size_t>(ni)] += m_ctx.src.execute("DELETE " + m.source_name + " FROM " + join);
     }
   }
 }

@@ -30,6 +30,9 @@ struct Stats {
     if (blocked.size() < k_blocked_kept) blocked.push_back(std::move(why));
     return roots_blocked <= k_blocked_logged;
   }
+  // restore: roots that stay in the archive because they cannot go back (a key taken in the source, a missing
+  // parent, ...: the run exits 1), and roots the source holds already with the same content (not an error).
+  unsigned long long roots_kept = 0, roots_present = 0;
   double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0;
   double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
 

@@ -226,4 +226,12 @@ std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema
   return out;
 }
 
+std::vector<TableMeta> reversed(std::vector<TableMeta> tables) {
+  for (auto& t : tables) {
+    std::swap(t.source_name, t.destination_name);
+    t.outside.clear();
+  }
+  return tables;
+}
+
 }  // namespace goarchive::pipeline

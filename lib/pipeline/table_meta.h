@@ -87,4 +87,8 @@ std::string read_list(const TableMeta& m, const std::string& alias);
 std::vector<TableMeta> describe(const plan::Tree& tree, const std::vector<schema::TableInfo>& source_tables,
                                 const config::Job& job, const std::string& source_db, const std::string& dest_db);
 
+// The same tables with their two ends swapped, for restore: `source_name` names the archive table read and
+// emptied, `destination_name` the source table written. No table outside the job references the archive.
+std::vector<TableMeta> reversed(std::vector<TableMeta> tables);
+
 }  // namespace goarchive::pipeline

@@ -10,7 +10,7 @@ namespace goarchive::fault {
 // Every point the code passes, the one list: a name passed to point() that is not here does not compile, and
 // a GOARCHIVE_FAULT or GOARCHIVE_PAUSE that names another is refused at start-up (a misspelt point must not
 // pass silently as a clean run).
-inline constexpr std::array<std::string_view, 19> k_points = {
+inline constexpr std::array<std::string_view, 20> k_points = {
     "creating_schema",     "after_locks",          "after_read",          "before_copy_commit",
     "after_verify",        "after_copy_commit",    "delete_start",        "after_locked_read",
     "after_mark_deleting", "before_delete_commit", "after_delete_commit", "after_batch",
@@ -18,7 +18,9 @@ inline constexpr std::array<std::string_view, 19> k_points = {
     // conflict's, a recovery's adoption of a batch; the commit proof's table; a recovery with every batch
     // adopted; the one-pass delete after its RETURNING deletes, before its commit or its ROLLBACK TO SAVEPOINT.
     "before_sweep_commit", "before_remove_copy_commit", "before_conflict_commit", "before_adopt_commit",
-    "after_proof_table", "recovery_adopted", "after_returning_delete"};
+    "after_proof_table", "recovery_adopted", "after_returning_delete",
+    // restore: its batch claimed with its proof on the archive, the copy into the source not yet committed.
+    "after_restore_claim"};
 
 // Whether NAME is one of k_points.
 constexpr bool known(std::string_view name) {

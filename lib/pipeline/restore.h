@@ -1,0 +1,51 @@
+#pragma once
+// restore: the batch pipeline with its two ends swapped (DESIGN.md §5). The Context's `src` is the archive, read
+// by keyset with the restore's `where` and emptied at the end of each batch; its `dst` is the source, written and
+// verified. A batch goes: plain read of the archive -> copy into the source, its commit proof stamped in the same
+// transaction, verified -> the claim with that proof recorded on the archive's registry -> the source commits ->
+// one archive transaction re-reads the archived tree under locks, compares it with what went back, removes it
+// child-first and ends the batch in the registry. A crash anywhere leaves at most one unfinished batch, which the
+// rerun finishes from its proof: committed means the rows are back and the archived copy goes; rolled back means
+// the rows never left the archive. A key already in the source is never overwritten: that root stays archived.
+// It owns the order of these steps; the parts it drives (reader, writer, remover, batch log) own the SQL.
+#include "pipeline/batch.h"
+#include "pipeline/batch_log.h"
+#include "pipeline/context.h"
+#include "pipeline/destination_writer.h"
+#include "pipeline/remover.h"
+#include "pipeline/source_reader.h"
+#include "pipeline/tree_reader.h"
+
+namespace goarchive::pipeline {
+
+class Restore {
+public:
+  Restore(Context& ctx, const TreeReader& tree, const SourceReader& reader, DestinationWriter& writer,
+          const Remover& remover, const BatchLog& log)
+      : m_ctx(ctx), m_tree(tree), m_reader(reader), m_writer(writer), m_remover(remover), m_log(log) {}
+
+  // Finishes this job's unfinished restore batches, then restores batch after batch until no archived root
+  // matches or a hook says stop (false).
+  bool run(unsigned& batch_no);
+
+private:
+  // The unfinished batches a crash left, each settled from its commit proof. False when a hook said stop.
+  bool recover(unsigned& batch_no);
+  // Copies the batch into the source and commits it there, its claim and proof recorded first; roots that cannot
+  // go back leave the batch (and stay archived). The batch may end up empty.
+  void copy_back(Batch& batch);
+  // A root of the batch that stays in the archive, and why; `back` when the source holds it already, unchanged.
+  void keep(Batch& batch, size_t root, const std::string& why, bool back);
+  // The archive side: the archived tree removed (or kept, --keep-archive) and the batch ended, in one transaction.
+  void remove_archived(Batch& batch);
+  void account(Batch& batch);
+
+  Context& m_ctx;
+  const TreeReader& m_tree;
+  const SourceReader& m_reader;
+  DestinationWriter& m_writer;
+  const Remover& m_remover;
+  const BatchLog& m_log;
+};
+
+}  // namespace goarchive::pipeline
