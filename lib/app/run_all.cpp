@@ -44,6 +44,11 @@ int run_all(const config::Config& cfg, RunOptions options) {
     }
     codes[name] = code;
     if (rank(code) > rank(worst)) worst = code;
+    // A signal, or `goarchive ctl stop`, that ended a job between two batches: the jobs after it do not start.
+    if (code == k_exit_sigint || code == k_exit_sigterm) {
+      spdlog::warn("{} --all: job {} was stopped ({}); the jobs after it were not run", mode, name, code);
+      return code;
+    }
   }
   if (codes.empty()) {
     throw ConfigError("--all: no job has mode = \"" + mode + "\" in " + cfg.path +

@@ -23,7 +23,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 }  // namespace
 
-RunControl::RunControl(const config::Job& job, double max_runtime, report::Progress& progress)
+RunControl::RunControl(config::Job& job, double max_runtime, report::Progress& progress)
     : m_job(job), m_max_runtime(max_runtime), m_progress(progress), m_started(Clock::now()) {}
 
 void RunControl::install_signal_handlers() {
@@ -35,12 +35,22 @@ void RunControl::install_signal_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool RunControl::signalled() const { return g_signal.load() != 0; }
+bool RunControl::signalled() const {
+  return g_signal.load() != 0 || (m_steering && m_steering->stop_requested_by());
+}
+
+void RunControl::set_steering(Steering* steering) { m_steering = steering; }
 
 bool RunControl::stop_requested() {
   if (int sig = g_signal.load()) {
     m_reason = sig == SIGINT ? "interrupted by SIGINT" : "interrupted by SIGTERM";
     m_code = sig == SIGINT ? k_exit_sigint : k_exit_sigterm;
+    return true;
+  }
+  if (auto uid = m_steering ? m_steering->stop_requested_by() : std::nullopt) {
+    // The same outcome as SIGTERM (DESIGN.md §3: 143), which a service manager already treats as a clean stop.
+    m_reason = fmt::format("stopped by goarchive ctl stop (uid {})", *uid);
+    m_code = k_exit_sigterm;
     return true;
   }
   if (m_max_runtime > 0 && since(m_started) >= m_max_runtime) {
@@ -59,8 +69,62 @@ void RunControl::wait(double seconds) {
   }
 }
 
+void RunControl::apply_settings() {
+  if (!m_steering) return;
+  if (auto n = m_steering->take_batch_size()) {
+    if (*n != m_job.processing.batch_size) {
+      spdlog::info("batch_size {} -> {} (goarchive ctl set), from the next batch", m_job.processing.batch_size, *n);
+    }
+    m_job.processing.batch_size = *n;
+  }
+  if (auto s = m_steering->take_sleep()) {
+    if (*s != m_job.processing.sleep) {
+      spdlog::info("sleep {}s -> {}s (goarchive ctl set), from this batch boundary", m_job.processing.sleep, *s);
+    }
+    m_job.processing.sleep = *s;
+  }
+}
+
+// Nothing is open while the run waits here: the loop reaches a boundary with every data transaction committed
+// (a delete already under way on the source worker commits on its own). The heartbeat thread goes on renewing
+// the run and checking the locks, and wait() stops the run at once when a lock set is lost.
+bool RunControl::hold_while_paused() {
+  if (!m_steering || !m_steering->pause_requested()) return true;
+  struct Holding {
+    Steering& s;
+    explicit Holding(Steering& steering) : s(steering) { s.set_holding(true); }
+    ~Holding() { s.set_holding(false); }
+  } holding(*m_steering);
+  auto paused_at = Clock::now();
+  spdlog::info("paused by goarchive ctl at a batch boundary (no transaction open, the locks kept); goarchive ctl "
+               "-j {} resume continues",
+               m_job.name);
+  while (m_steering->pause_requested()) {
+    publish("paused: goarchive ctl");
+    m_progress.update(m_stats, "paused: goarchive ctl");
+    apply_settings();
+    if (stop_requested()) return false;
+    wait(0.2);
+  }
+  spdlog::info("resumed by goarchive ctl after {}", format_duration(since(paused_at)));
+  return true;
+}
+
+void RunControl::publish(const char* phase) {
+  if (!m_steering) return;
+  Steering::Shown shown;
+  shown.phase = phase;
+  shown.batches = m_stats.batches;
+  shown.roots = m_stats.roots;
+  shown.roots_total = m_progress.estimated_roots();
+  shown.tables = m_stats.tables;
+  shown.line = report::progress_line(m_stats, phase, shown.roots_total, since(m_started));
+  m_steering->show(std::move(shown));
+}
+
 bool RunControl::may_continue() {
   if (m_lock_check) m_lock_check();
+  apply_settings();
   if (m_job.processing.sleep > 0 && !m_first_boundary) {
     auto until = Clock::now() + std::chrono::duration<double>(m_job.processing.sleep);
     while (Clock::now() < until && !stop_requested()) wait(0.05);
@@ -78,6 +142,7 @@ bool RunControl::may_continue() {
     wait(0.5);
   }
   if (announced) spdlog::info("sentinel file gone: continuing");
+  if (!hold_while_paused()) return false;
   if (stop_requested()) return false;
   if (m_drift) {
     if (auto why = m_drift()) {
@@ -132,6 +197,7 @@ void RunControl::show(const pipeline::Stats& stats, const char* phase) {
   m_stats = stats;
   m_stats.t_held = held_seconds("replication");
   m_progress.update(m_stats, phase);
+  publish(phase);
 }
 
 }  // namespace goarchive::app

@@ -1,6 +1,7 @@
 #pragma once
 // The one object the batch loop asks "may I go on?": it owns the stop signals (SIGINT, SIGTERM), max-runtime,
-// the sleep between batches, the sentinel file, the gates that hold a run (replication lag, server load) and
+// the sleep between batches, the sentinel file, the gates that hold a run (replication lag, server load), what
+// the operator asked through the control socket (pause, resume, stop, batch_size and sleep: app/steering.h) and
 // the lock-loss check of the heartbeat. It decides and waits; it never touches rows.
 #include <chrono>
 #include <functional>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/steering.h"
 #include "config/config.h"
 #include "pipeline/stats.h"
 #include "report/summary.h"
@@ -25,7 +27,8 @@ struct HoldCheck {
 
 class RunControl {
 public:
-  RunControl(const config::Job& job, double max_runtime, report::Progress& progress);
+  // `job` is the run's own copy: a batch_size or sleep the operator sets is written into it at a boundary.
+  RunControl(config::Job& job, double max_runtime, report::Progress& progress);
 
   // SIGINT and SIGTERM end the run at its next batch boundary.
   static void install_signal_handlers();
@@ -33,15 +36,20 @@ public:
   // Called by the heartbeat's owner: throws when a lock set is lost (the run stops, even while it waits).
   void set_lock_check(std::function<void()> check) { m_lock_check = std::move(check); }
   void add_gate(HoldCheck gate) { m_gates.push_back(std::move(gate)); }
+  // The control socket's requests (pause, resume, stop, set) are obeyed at batch boundaries; `steering` outlives
+  // this object.
+  void set_steering(Steering* steering);
 
-  // At a batch boundary: sleeps `sleep`, pauses while the sentinel file exists, and answers false when a
-  // signal or max-runtime asks the run to stop (stop_reason() then says why).
+  // At a batch boundary: applies a new batch_size / sleep, sleeps `sleep`, pauses while the sentinel file exists
+  // and while the operator paused the run, and answers false when a signal, `goarchive ctl stop` or max-runtime
+  // asks the run to stop (stop_reason() then says why).
   bool may_continue();
   // Waits while a gate holds; throws BusyError (exit 4) once a gate held longer than its max_hold.
   void hold_while_gated(const char* phase);
   void show(const pipeline::Stats& stats, const char* phase);
 
   bool stop_requested();
+  // A signal arrived, or the operator asked the run to stop (`goarchive ctl stop`, which counts as SIGTERM).
   bool signalled() const;
   const std::string& stop_reason() const { return m_reason; }
   int stop_code() const { return m_code; }
@@ -54,8 +62,11 @@ public:
 
 private:
   void wait(double seconds);  // sleeps in slices, checking the locks and the signals
+  void apply_settings();      // a batch_size / sleep the operator set, into m_job
+  bool hold_while_paused();   // false: asked to stop while paused
+  void publish(const char* phase);  // what status shows
 
-  const config::Job& m_job;
+  config::Job& m_job;
   double m_max_runtime;
   report::Progress& m_progress;
   std::chrono::steady_clock::time_point m_started;
@@ -68,6 +79,7 @@ private:
   std::map<std::string, double> m_held;  // by gate name
   std::function<std::optional<std::string>()> m_critical;
   std::function<std::optional<std::string>()> m_drift;
+  Steering* m_steering = nullptr;
 };
 
 }  // namespace goarchive::app

@@ -96,6 +96,15 @@ struct HooksConfig {
   double timeout = 30;  // seconds a hook may take before it is stopped
 };
 
+// [control]: the control socket of a running job (app/control_socket.h); "" = none.
+struct ControlConfig {
+  std::string socket;  // a path pattern: %j is the job name, %% a '%'
+};
+
+// The control socket path of `job` under `pattern` (%j -> the job name, %% -> '%'); "" when `pattern` is "".
+// The loader has refused every pattern this cannot expand.
+std::string control_socket_path(const std::string& pattern, const std::string& job);
+
 struct Relation {
   std::string table;
   std::string parent;                    // empty = root table
@@ -134,6 +143,7 @@ struct Config {
   ThrottleConfig throttle;
   LoggingConfig logging;
   HooksConfig hooks;
+  ControlConfig control;
   std::map<std::string, Job> jobs;
   // Every effective value by dotted key ("source.host", "jobs.x.batch_size"), with its origin.
   std::map<std::string, Setting> settings;

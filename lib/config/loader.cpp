@@ -32,6 +32,7 @@ void Loader::load(const toml::table& doc, const std::string& path, const Overrid
   read_logging(top, path, o);
   read_hooks(top.subtable("hooks"), path, o);
   read_jobs(top, path, o);
+  read_control(top.subtable("control"), path);
   top.refuse_unknown();
 }
 

@@ -180,6 +180,8 @@ public:
   void read_replication(const toml::table& t, const std::string& path);
   // [hooks] (optional), then the flags over it.
   void read_hooks(const toml::table* t, const std::string& path, const Overrides& o);
+  // [control] (optional): the socket pattern, checked for every job it expands for (after read_jobs).
+  void read_control(const toml::table* t, const std::string& path);
   // [throttle] (optional), then the flags over it, then the checks that need both.
   void read_throttle(const toml::table* t, const std::string& path, const Overrides& o);
   // The throttle query runs on the source at every check: one read-only SELECT, nothing else.

@@ -44,6 +44,7 @@ public:
   // The last line, whatever the interval: a "finished" run shows its roots as the total (100%); a "stopped" or
   // "failed" one shows where it stopped.
   void finish(const pipeline::Stats& stats, const std::string& status);
+  std::optional<unsigned long long> estimated_roots() const { return m_estimate; }
 
 private:
   void show(const std::string& line, bool force);

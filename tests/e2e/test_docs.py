@@ -96,7 +96,7 @@ def loader_names(pattern):
 # The TOML table(s) each section of goarchive.toml(5) documents; sections not named here document no keys.
 SECTION_TABLES = {"[source] AND [destination]": ["source", "destination"], "[processing]": ["processing"],
                   "[verification]": ["verification"], "[replication]": ["replication"], "[throttle]": ["throttle"],
-                  "[logging]": ["logging"], "[hooks]": ["hooks"], "[jobs.NAME]": ["jobs.j"],
+                  "[logging]": ["logging"], "[hooks]": ["hooks"], "[control]": ["control"], "[jobs.NAME]": ["jobs.j"],
                   "[[jobs.NAME.relations]]": ["jobs.j.relations"]}
 ROFF_ARG = re.compile(r'"([^"]*)"|(\S+)')
 
