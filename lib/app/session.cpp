@@ -23,15 +23,15 @@ guard::SourceIdentity source_identity(db::Connection& source, const config::Serv
   id.host = cfg.socket.empty() ? cfg.host : cfg.socket;
   id.port = static_cast<unsigned>(cfg.port);
   id.database = cfg.database;
-  id.flavor = source.info().mariadb ? "mariadb" : "mysql";
-  if (source.info().mariadb) {
-    db::RowSet r = source.query("SELECT @@server_id, @@gtid_domain_id, @@gtid_binlog_state, @@gtid_slave_pos, @@log_bin");
+  const db::Dialect& dialect = source.dialect();
+  id.flavor = dialect.flavor_name();
+  db::RowSet r = source.query(dialect.identity_sql());
+  if (dialect.gtid_domain_server_seq()) {
     id.server_id = std::stoull(r.text(0, 0));
     id.gtid_known = r.text(0, 4) == "1";
     if (id.gtid_known) id.gtid_domain = std::stoull(r.text(0, 1));
     id.gtid_state = r.text(0, 2) + "," + r.text(0, 3);
   } else {
-    db::RowSet r = source.query("SELECT @@server_id, @@server_uuid, @@gtid_mode, @@gtid_executed");
     id.server_id = std::stoull(r.text(0, 0));
     id.server_uuid = r.text(0, 1);
     id.gtid_known = r.text(0, 2) == "ON";

@@ -14,7 +14,7 @@
 namespace goarchive::db {
 
 bool Connection::bulk_supported() const {
-  if (!m_mysql || !m_info.mariadb) return false;
+  if (!m_mysql || !m_info.dialect.bulk_insert()) return false;
   unsigned long caps = 0, extended = 0;
   if (mariadb_get_infov(m_mysql, MARIADB_CONNECTION_SERVER_CAPABILITIES, &caps) != 0) return false;
   if (mariadb_get_infov(m_mysql, MARIADB_CONNECTION_EXTENDED_SERVER_CAPABILITIES, &extended) != 0) return false;

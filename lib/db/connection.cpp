@@ -170,10 +170,9 @@ void Connection::finish_connect() {
                       server.display() + " did not negotiate TLS; enable TLS on the server or lower the tls mode");
   }
   if (server.socket.empty()) enable_keepalive(mysql_get_socket(m_mysql));
-  m_info.version_number = mysql_get_server_version(m_mysql);
   const char* ver = mysql_get_server_info(m_mysql);
   m_info.version = ver ? ver : "";
-  m_info.mariadb = m_info.version.find("MariaDB") != std::string::npos;
+  m_info.dialect = Dialect::connected(m_info.version, mysql_get_server_version(m_mysql));
   m_info.connection_id = mysql_thread_id(m_mysql);
   // Our own session settings, whatever an option file, init_connect or the server's globals said: utf8mb4 both
   // ways (a defaults file's default-character-set = utf8 would turn 4-byte characters into '?' on both sides, and

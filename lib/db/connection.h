@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "db/dialect.h"
 #include "db/error.h"
 
 struct st_mysql;
@@ -79,9 +80,8 @@ std::string session_problem(const std::vector<std::string>& values);
 
 struct ServerInfo {
   std::string version;      // SELECT VERSION()
-  unsigned long version_number = 0;
-  bool mariadb = true;
   unsigned long long connection_id = 0;
+  Dialect dialect;          // every MariaDB / MySQL difference: ask it, never the version
 };
 
 // Connection purpose, shown in errors and in the processlist through the statement tag.
@@ -137,6 +137,8 @@ public:
 
   unsigned long long last_insert_id() const;  // of the last INSERT on this session (no round trip)
   const ServerInfo& info() const { return m_info; }
+  // What this server does where MariaDB and MySQL differ (db/dialect.h).
+  const Dialect& dialect() const { return m_info.dialect; }
   const config::ServerConfig& server() const { return m_server; }
   std::string label() const;  // "source 127.0.0.1:3306"
   bool tls_active() const;

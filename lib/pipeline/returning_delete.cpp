@@ -20,8 +20,7 @@ bool still_referenced(const db::DbError& e) { return e.code() == 1217 || e.code(
 }  // namespace
 
 bool ReturningDelete::applies() const {
-  // DELETE ... RETURNING: MariaDB 10.0.5 and later.
-  return m_ctx.mode == Mode::archive && m_ctx.src.info().mariadb && m_ctx.src.info().version_number >= 100005 &&
+  return m_ctx.mode == Mode::archive && m_ctx.src.dialect().delete_returning() &&
          !m_refused.load() && !Holds(m_ctx).any() && (m_ctx.tables.size() == 1 || guarded_tree());
 }
 

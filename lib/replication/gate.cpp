@@ -5,7 +5,10 @@
 namespace goarchive::replication {
 
 namespace {
-std::optional<std::string> field(const StatusRow& row, std::initializer_list<const char*> names) {
+using Col = db::Dialect::StatusColumn;
+const std::vector<const char*>& column(Col which) { return db::Dialect::status_column(which); }
+
+std::optional<std::string> field(const StatusRow& row, const std::vector<const char*>& names) {
   for (const char* n : names) {
     for (const auto& [k, v] : row) {
       if (k == n) return v.value_or("NULL");
@@ -18,14 +21,14 @@ std::optional<std::string> field(const StatusRow& row, std::initializer_list<con
 std::optional<std::string> evaluate(const std::string& replica, const std::vector<StatusRow>& rows, double max_lag) {
   if (rows.empty()) return fmt::format("replica {} is not replicating (no replication channel)", replica);
   for (const auto& row : rows) {
-    std::string channel = field(row, {"Connection_name", "Channel_Name"}).value_or("");
+    std::string channel = field(row, column(Col::channel)).value_or("");
     if (channel == "NULL") channel.clear();
     std::string name = channel.empty() ? replica : fmt::format("{} channel '{}'", replica, channel);
-    auto io = field(row, {"Slave_IO_Running", "Replica_IO_Running"}).value_or("No");
-    auto sqlt = field(row, {"Slave_SQL_Running", "Replica_SQL_Running"}).value_or("No");
+    auto io = field(row, column(Col::io_running)).value_or("No");
+    auto sqlt = field(row, column(Col::sql_running)).value_or("No");
     if (io != "Yes") return fmt::format("replica {} IO thread is not running ({})", name, io);
     if (sqlt != "Yes") return fmt::format("replica {} SQL thread is not running", name);
-    auto lag = field(row, {"Seconds_Behind_Master", "Seconds_Behind_Source"}).value_or("NULL");
+    auto lag = field(row, column(Col::lag)).value_or("NULL");
     if (lag == "NULL" || lag.empty()) return fmt::format("replica {} lag is unknown (NULL)", name);
     double seconds = std::stod(lag);
     if (seconds > max_lag) return fmt::format("replica lag {}s on {} (max {}s)", lag, name, max_lag);
@@ -48,7 +51,7 @@ std::optional<std::string> Gate::check() {
         m_conns[i] = std::make_unique<db::Connection>(s, o);
       }
       db::Connection& c = *m_conns[i];
-      db::RowSet r = c.query(c.info().mariadb ? "SHOW ALL SLAVES STATUS" : "SHOW REPLICA STATUS");
+      db::RowSet r = c.query(c.dialect().replica_status_sql());
       std::vector<StatusRow> rows;
       for (size_t row = 0; row < r.rows(); ++row) {
         StatusRow sr;

@@ -126,13 +126,11 @@ TableInfo read_own(db::Connection& conn, const std::string& database, const std:
   t.table_type = info.text(0, 0);
   t.engine = info.text(0, 1);
   db::RowSet cols = conn.query(
-      // EXTRA says "VIRTUAL GENERATED" / "STORED GENERATED" on MariaDB and MySQL 8 alike (MySQL has no
-      // IS_GENERATED column). Not just "%GENERATED%": MySQL marks `DEFAULT CURRENT_TIMESTAMP` columns
-      // "DEFAULT_GENERATED", and those hold data that must be copied.
+      // EXTRA says which columns are generated, on MariaDB and MySQL 8 alike (MySQL has no IS_GENERATED
+      // column): db::Dialect::column_generated reads it.
       // COLUMN_DEFAULT is NULL for a column without a default (and the text 'NULL' for DEFAULT NULL on MariaDB).
       "SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IFNULL(COLLATION_NAME, ''), IS_NULLABLE, "
-      "IF(EXTRA LIKE '%VIRTUAL GENERATED%' OR EXTRA LIKE '%STORED GENERATED%' OR EXTRA LIKE '%PERSISTENT GENERATED%', "
-      "'ALWAYS', 'NEVER'), COLUMN_DEFAULT IS NOT NULL, EXTRA LIKE '%auto_increment%' "
+      "IFNULL(EXTRA, ''), COLUMN_DEFAULT IS NOT NULL, EXTRA LIKE '%auto_increment%' "
       "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
       db + " AND TABLE_NAME = " + tb + " ORDER BY ORDINAL_POSITION");
   for (size_t i = 0; i < cols.rows(); ++i) {
@@ -142,7 +140,7 @@ TableInfo read_own(db::Connection& conn, const std::string& database, const std:
     c.column_type = cols.text(i, 2);
     c.collation = cols.text(i, 3);
     c.nullable = cols.text(i, 4) == "YES";
-    c.generated = cols.text(i, 5) != "NEVER";
+    c.generated = db::Dialect::column_generated(cols.text(i, 5));
     c.binary = binary_type(c.data_type);
     c.has_default = cols.text(i, 6) == "1";
     c.auto_increment = cols.text(i, 7) == "1";
@@ -205,14 +203,14 @@ TableInfo read_table(db::Connection& conn, const std::string& database, const st
 
 ServerIdentity read_server_identity(db::Connection& conn) {
   ServerIdentity id;
-  id.mariadb = conn.info().mariadb;
+  id.mariadb = conn.dialect().mariadb();
   db::RowSet r = conn.query("SELECT @@server_id, @@hostname, @@port, @@datadir, @@lower_case_table_names");
   id.server_id = std::stoull(r.text(0, 0));
   id.hostname = r.text(0, 1);
   id.port = static_cast<unsigned>(std::stoul(r.text(0, 2)));
   id.datadir = r.text(0, 3);
   id.case_insensitive_names = r.text(0, 4) != "0";
-  if (id.mariadb) {
+  if (conn.dialect().gtid_domain_server_seq()) {
     db::RowSet g = conn.query("SELECT @@gtid_binlog_state, @@gtid_slave_pos");
     id.gtid_state = g.text(0, 0) + "," + g.text(0, 1);
   } else {
@@ -226,7 +224,10 @@ ServerIdentity read_server_identity(db::Connection& conn) {
 namespace {
 
 // The value of the first of `names` (MariaDB's name, then MySQL 8's) in row `row`, or "".
-std::string status_field(const db::RowSet& r, size_t row, std::initializer_list<const char*> names) {
+using Col = db::Dialect::StatusColumn;
+const std::vector<const char*>& column(Col which) { return db::Dialect::status_column(which); }
+
+std::string status_field(const db::RowSet& r, size_t row, const std::vector<const char*>& names) {
   for (const char* n : names) {
     for (size_t c = 0; c < r.cols(); ++c) {
       if (ascii_lower(r.names()[c]) == ascii_lower(n)) return r.text(row, c);
@@ -247,12 +248,12 @@ std::vector<ReplicaChannel> replica_channels(const db::RowSet& status) {
   std::vector<ReplicaChannel> out;
   for (size_t i = 0; i < status.rows(); ++i) {
     ReplicaChannel ch;
-    ch.name = status_field(status, i, {"Connection_name", "Channel_Name"});
-    std::string host = status_field(status, i, {"Master_Host", "Source_Host"});
-    std::string port = status_field(status, i, {"Master_Port", "Source_Port"});
+    ch.name = status_field(status, i, column(Col::channel));
+    std::string host = status_field(status, i, column(Col::source_host));
+    std::string port = status_field(status, i, column(Col::source_port));
     ch.primary = host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port) : host + ":" + port;
-    ch.running = status_field(status, i, {"Slave_IO_Running", "Replica_IO_Running"}) == "Yes" &&
-                 status_field(status, i, {"Slave_SQL_Running", "Replica_SQL_Running"}) == "Yes";
+    ch.running = status_field(status, i, column(Col::io_running)) == "Yes" &&
+                 status_field(status, i, column(Col::sql_running)) == "Yes";
     out.push_back(std::move(ch));
   }
   return out;
@@ -279,22 +280,22 @@ std::string ReplicaRole::state() const {
 
 ReplicaRole read_replica_role(db::Connection& conn) {
   ReplicaRole role;
-  const bool maria = conn.info().mariadb;
-  // MariaDB has no super_read_only (error 1193).
-  db::RowSet v = conn.query(maria ? "SELECT @@GLOBAL.read_only, 0" : "SELECT @@GLOBAL.read_only, @@GLOBAL.super_read_only");
+  const db::Dialect& dialect = conn.dialect();
+  db::RowSet v = conn.query(dialect.read_only_sql());
   role.read_only = switched_on(v.text(0, 0));
   role.super_read_only = switched_on(v.text(0, 1));
   try {
-    role.channels = replica_channels(conn.query(maria ? "SHOW ALL SLAVES STATUS" : "SHOW REPLICA STATUS"));
+    role.channels = replica_channels(conn.query(dialect.replica_status_sql()));
   } catch (const db::DbError& e) {
-    // 1227: the account lacks SLAVE MONITOR (MariaDB) or REPLICATION CLIENT (MySQL); 1064: MySQL before 8.0.22.
-    if (!maria && e.code() == 1064) {
-      role.channels = replica_channels(conn.query("SHOW SLAVE STATUS"));
+    // 1227: the account lacks SLAVE MONITOR (MariaDB) or REPLICATION CLIENT (MySQL); 1064: a MySQL-like server
+    // that lacks the statement its version promises.
+    if (e.code() == 1064 && !dialect.replica_status_fallback_sql().empty()) {
+      role.channels = replica_channels(conn.query(dialect.replica_status_fallback_sql()));
       return role;
     }
     if (e.code() != 1227 && e.code() != 1142) throw;
     role.status_readable = false;
-    if (maria) {
+    if (dialect.replica_hint_from_status_variables()) {
       // Any account reads these: the default connection keeps its heartbeat period while it is configured,
       // stopped or not (measured on 10.11: 30.000 on a stopped replica, 0.000 on a server that never replicated),
       // and Slaves_running counts the connections that run.
