@@ -289,6 +289,9 @@ class DebianPackage(unittest.TestCase):
         self.assertIn("--batch-size", self.complete("goarchive", "-v", "archive", "--"))
         self.assertEqual(self.complete("goarchive", "plan", "--format", ""), ["text", "json"])
         self.assertEqual(self.complete("goarchive", "dry-run", "--mode", "c"), ["copy-only"])
+        self.assertEqual(self.complete("goarchive", "ctl", "-j", "j", ""), ["status", "pause", "resume", "stop", "set"])
+        self.assertEqual(self.complete("goarchive", "ctl", "set", ""), ["batch_size=", "sleep="])
+        self.assertEqual(self.complete("goarchive", "ctl", "--so"), ["--socket"])
 
     def test_completion_of_job_names_from_the_config(self):
         examples = self.path("usr/share/doc/goarchive/examples")

@@ -194,6 +194,36 @@ class ControlTest(unittest.TestCase):
         self.assertEqual(sc.count("source", "p"), PARENTS - 300)
         sc.assert_invariant(self.before, relations=RELATIONS)
 
+    def test_stop_while_paused_ends_the_run_and_under_all_the_list(self):
+        # A pause that ignored stop would hang here (proc.wait times out); an --all that went on after a stopped job
+        # would archive q's rows or record a run of jq.
+        sc = self.sc
+        sc.both(f"CREATE TABLE q (id INT PRIMARY KEY, v VARCHAR(20)) {INNODB}")
+        sc.src("INSERT INTO q SELECT seq, CONCAT('q', seq) FROM seq_1_to_50")
+        before = sc.snapshot(["p", "c", "q"])
+        cfg = sc.config({"j": JOB, "jq": {"root_table": "q", "where": "1=1"}},
+                        processing={"batch_size": 5, "sleep": 0.3},
+                        extra=f'[control]\nsocket = "{os.path.join(self.run_dir, "%j.sock")}"\n')
+        self.log_path = os.path.join(sc.tmp, "all.log")
+        with open(self.log_path, "w") as log:
+            proc = subprocess.Popen([BIN, "archive", "-c", cfg, "--all", "--no-progress"],
+                                    stdout=subprocess.DEVNULL, stderr=log)
+            self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+            wait_until("the first job's socket", lambda: os.path.exists(self.socket))
+            wait_until("a first batch", lambda: self.status(cfg)["batches"] >= 1)
+            self.assertEqual(self.ctl(cfg, "pause")[0], 0)
+            wait_until("the pause", lambda: self.status(cfg)["state"] == "paused")
+            rc, reply, err = self.ctl(cfg, "stop")
+            self.assertEqual((rc, reply["state"]), (0, "stopping"), err)
+            self.assertEqual(proc.wait(timeout=30), 143, self.log())
+        self.assertIn("archive --all: job j was stopped (143); the jobs after it were not run", self.log())
+        self.assertEqual(sc.count("source", "q"), 50, "the job after the stopped one ran")
+        self.assertEqual(self.registry("SELECT COUNT(*) FROM runs r JOIN jobs j ON j.id = r.job_id "
+                                       "WHERE j.name = 'jq'")[0][0], 0)
+        self.assertFalse(os.path.lexists(self.socket))
+        self.assertEqual(sc.unfinished(), 0)
+        sc.assert_invariant(before, relations=RELATIONS)
+
     def test_a_socket_path_that_is_not_ours_is_refused_and_left_alone(self):
         sc = self.sc
         state = sc.state()
