@@ -96,9 +96,10 @@ class SourceReplicaTest(unittest.TestCase):
         self.assertEqual(self.replica_count("p"), 10)
         self.assertEqual(self.replica_count("c"), 20)
         self.assertEqual(gatest.replica_status().get("Slave_SQL_Running"), "Yes")
-        # validate reports it (it checks what archive would do): a problem, exit 1, not "ok".
+        # validate reports it (it checks what archive would do): a problem, not "ok"; exit 2 like archive's refusal,
+        # since the fix is in the configuration and it is the only problem.
         r = self.sc.run("validate", "-c", cfg, "-j", "j")
-        self.assertEqual(r.rc, 1, r)
+        self.assertEqual(r.rc, 2, r)
         self.assertIn(f"is a replica of {self.primary}", r.err)
         self.assertNotIn("job j: ok", r.out)
 
