@@ -210,10 +210,10 @@ class PasswordNeverLeaks(SecurityBase):
                 self.assertEqual(self.run_ga("locks", *common, "-vvv", "-j", "j", env=env).rc, 0)
                 self.run_ga("jobs", "clear", *common, "-vvv", "-j", "j", env=env)  # refused: not running; scanned
                 self.run_ga("discover", *common, "-vvv", "--root", "orders", env=env)
-                # A failure path: a job whose table does not exist.
+                # A failure path: a job whose table does not exist (a configuration error: exit 2).
                 bad = self.config(self.user, lines, job={"root_table": "nosuch", "where": "1=1"})
                 r = self.run_ga("archive", "-c", bad, "-vvv", "-j", "j", "--no-progress", "--log-file", log, env=env)
-                self.assertEqual(r.rc, 1, r)
+                self.assertEqual(r.rc, 2, r)
         self.assertTrue(Path(log).stat().st_size > 0 and Path(metrics).stat().st_size > 0)
         self.assertIn("SELECT", Path(log).read_text(), "-vvv should trace the statements")
         n = self.scan_everything([log, metrics])
