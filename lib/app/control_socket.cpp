@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -193,7 +194,11 @@ void ControlSocket::serve() {
     if (fds[1].revents) return;
     if (!(fds[0].revents & POLLIN)) continue;
     int fd = ::accept4(m_listen, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      // Out of descriptors, or the peer gave up: never a busy loop over a listener that stays readable.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
     try {
       converse(fd);
     } catch (const std::exception& e) {
