@@ -13,6 +13,7 @@
 #include "util/json.h"
 #include "app/held_roots.h"
 #include "app/preflight.h"
+#include "app/preflight_restore.h"
 #include "app/session.h"
 #include "plan/sql.h"
 #include "tracking/registry.h"
@@ -26,9 +27,8 @@ namespace {
 
 // `SELECT COUNT(*)` of the rows of one table that belong to roots matching `where` and `movable` (an SQL condition
 // on the root table, not aliased), joining up to the root.
-std::string count_sql(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
+std::string count_sql(const std::string& db, const config::Job& job, const plan::Tree& tree,
                       const std::vector<pipeline::TableMeta>& tables, int node, const std::string& movable) {
-  const auto& db = cfg.source.database;
   std::vector<int> path;
   for (int n = node; n >= 0; n = tree.nodes()[static_cast<size_t>(n)].parent) path.push_back(n);
   std::string from = fmt::format("{} AS t{}", sql::qualified(db, tree.nodes()[static_cast<size_t>(node)].table), node);
@@ -90,7 +90,10 @@ std::string roots_line(const Roots& r, const std::string& db) {
 }  // namespace
 
 int dry_run(const config::Config& cfg, const RunOptions& options, Format format) {
-  const config::Job& job = cfg.job(options.job);
+  // restore reads the archive with its own --where, and writes the source: the ends swapped.
+  const bool restore = options.mode == Mode::restore;
+  config::Job job = cfg.job(options.job);
+  if (restore) job.where = options.where;
   plan::Tree tree(job);
   pipeline::Mode mode = to_pipeline(static_cast<int>(options.mode));
   auto src = connect(cfg.source, "source (dry-run)", sql::tag(job.name, 0));
@@ -100,15 +103,27 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   src->execute("SET SESSION TRANSACTION READ ONLY");
   if (dst) dst->execute("SET SESSION TRANSACTION READ ONLY");
   PreflightReport pf = preflight(cfg, job, tree, mode, *src, dst.get(), Purpose::dry_run);
+  if (restore) check_restore(cfg, job, tree, options.keep_archive, *src, *dst, pf);
   require(pf, job.name);
   auto tables = pipeline::describe(tree, pf.source_tables, job, cfg.source.database, cfg.destination.database);
+  if (restore) tables = pipeline::reversed(std::move(tables));
   tracking::Registry registry(cfg.destination.job_schema);
-  pipeline::Engine engine(mode, job, tables, *src, dst ? *dst : *src, registry, 0, 0, "", {});
+  db::Connection& read = restore ? *dst : *src;
+  pipeline::Engine engine(mode, job, tables, read, restore ? *src : dst ? *dst : *src, registry, 0, 0, "", {});
   engine.use_commit_proofs(cfg.source.database);  // only named in the statements it shows; nothing is created
-  Roots roots = count_roots(cfg, job, tree, mode, pf, *src);
+  if (restore && options.keep_archive) engine.keep_archive();
+  const std::string& read_db = restore ? cfg.destination.database : cfg.source.database;
+  Roots roots;
+  if (restore) {
+    roots.counts.roots = std::stoull(read.scalar(fmt::format("SELECT COUNT(*) FROM {} WHERE ({})",
+                                                             sql::qualified(read_db, job.root_table), job.where))
+                                         .value_or("0"));
+  } else {
+    roots = count_roots(cfg, job, tree, mode, pf, *src);
+  }
   std::vector<std::pair<std::string, unsigned long long>> counts;
   for (int n : tree.copy_order()) {
-    auto c = src->scalar(count_sql(cfg, job, tree, tables, n, roots.movable));
+    auto c = read.scalar(count_sql(read_db, job, tree, tables, n, roots.movable));
     counts.emplace_back(tree.nodes()[static_cast<size_t>(n)].table, std::stoull(c.value_or("0")));
   }
   if (format == Format::json) {
@@ -146,7 +161,15 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   }
   std::cout << fmt::format("dry-run of {} job {}: preflight passed; nothing was written\n\n", to_string(options.mode),
                            job.name);
-  std::cout << tree.render_plan() << fmt::format("\nroots that match where (as of now): {}\n", roots_line(roots, cfg.source.database));
+  std::cout << tree.render_plan();
+  if (restore) {
+    std::cout << fmt::format("\nrestore: the archive is read and {}, the source written; copy (into the source) "
+                             "parent-first, removal (from the archive) child-first\narchived roots that match --where "
+                             "(as of now): {}\n",
+                             options.keep_archive ? "kept (--keep-archive)" : "emptied", roots.counts.roots);
+  } else {
+    std::cout << fmt::format("\nroots that match where (as of now): {}\n", roots_line(roots, cfg.source.database));
+  }
   if (roots.counts.blocked > 0) {
     std::cout << "  (a foreign key from outside the job holds them: the run leaves them in the source; add its table "
                  "to the job, or archive it first; `goarchive validate` prints the relation)\n";

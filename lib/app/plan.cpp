@@ -78,6 +78,10 @@ void print_json(const config::Config& cfg, const config::Job& job, const std::st
   out.set("tables", tables);
   out.set("copy_order", string_array(table_names(tree, tree.copy_order())));
   out.set("delete_order", string_array(table_names(tree, tree.delete_order())));
+  Json restore = Json::object();  // goarchive restore: the same orders, the ends swapped
+  restore.set("copy_into_source", string_array(table_names(tree, tree.copy_order())));
+  restore.set("remove_from_archive", string_array(table_names(tree, tree.delete_order())));
+  out.set("restore", restore);
   if (tree.has_diamonds()) out.set("rule", Json(plan::k_diamond_rule));
   Json settings = Json::object();
   for (const auto& [k, s] : cfg.settings) {

@@ -188,8 +188,10 @@ Commands define_commands(CLI::App& app, Flags& f) {
       ->required();
   c.restore->add_flag("--keep-archive", f.keep_archive, "Copy back and leave the archive as it is");
   c.dry_run = command(app, f, "dry-run", "Preflight, plan, SQL and row counts; writes nothing", 2);
-  c.dry_run->add_option("--mode", f.dry_mode, "archive, copy-only or purge")
-      ->check(CLI::IsMember({"archive", "copy-only", "purge"}));
+  c.dry_run->add_option("--mode", f.dry_mode, "archive, copy-only, purge or restore")
+      ->check(CLI::IsMember({"archive", "copy-only", "purge", "restore"}));
+  c.dry_run->add_option("--where", f.restore_where, "restore: which archived roots would go back");
+  c.dry_run->add_flag("--keep-archive", f.keep_archive, "restore: the archive would be left as it is");
   add_format(c.dry_run, f);
   c.plan = command(app, f, "plan", "Print the relation tree, copy and delete order, settings (no server)", 1);
   add_format(c.plan, f);
@@ -250,8 +252,20 @@ int run_command(const Commands& c, const Flags& f) {
   options.json = f.format == "json";
   if (!f.max_runtime.empty()) options.max_runtime = parse_duration(f.max_runtime, "--max-runtime");
   if (c.dry_run->parsed()) {
-    options.mode = f.dry_mode == "purge" ? app::Mode::purge
-                   : f.dry_mode == "copy-only" ? app::Mode::copy_only : app::Mode::archive;
+    options.mode = f.dry_mode == "purge"       ? app::Mode::purge
+                   : f.dry_mode == "copy-only" ? app::Mode::copy_only
+                   : f.dry_mode == "restore"   ? app::Mode::restore
+                                               : app::Mode::archive;
+    if (options.mode == app::Mode::restore) {
+      if (f.restore_where.find_first_not_of(" \t\n") == std::string::npos) {
+        throw ConfigError("dry-run --mode restore needs --where with a condition on the archived root table; --where "
+                          "'1=1' takes every archived root of the job");
+      }
+      options.where = f.restore_where;
+      options.keep_archive = f.keep_archive;
+    } else if (!f.restore_where.empty() || f.keep_archive) {
+      throw ConfigError("--where and --keep-archive belong to restore: use dry-run --mode restore");
+    }
     return app::dry_run(load(f.g, overrides_of(f)), options, format_of(f.format));
   }
   options.mode = c.archive->parsed()     ? app::Mode::archive

@@ -63,6 +63,12 @@ std::vector<std::string> Engine::sample_sql() const {
       }
     }
   }
+  if (m_ctx.restores() && !m_proof_db.empty()) {
+    out.push_back(fmt::format("-- the commit proof, in the copy transaction into the source; the claim naming it is "
+                              "committed on the archive's registry before this transaction commits\n"
+                              "INSERT INTO {} (token, job, batch_id) VALUES (?, ?, 0)",
+                              CommitProof::table_name(m_proof_db)));
+  }
   if (m_ctx.deletes()) {
     if (ReturningDelete(m_ctx).applies()) {
       if (m_ctx.tables.size() > 1) {

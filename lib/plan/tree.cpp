@@ -218,6 +218,8 @@ std::string Tree::render_plan() const {
   std::string out = (has_diamonds() ? "graph:\n" : "tree:\n") + render() + "\n";
   out += "copy order (parents first):    " + join(copy, " -> ") + "\n";
   out += "delete order (children first): " + join(del, " -> ") + "\n";
+  out += "restore, the other way:        copy into the source " + join(copy, " -> ") + ", remove from the archive " +
+         join(del, " -> ") + "\n";
   if (has_diamonds()) out += std::string("rule: ") + k_diamond_rule + "\n";
   return out;
 }
