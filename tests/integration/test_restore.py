@@ -236,6 +236,38 @@ class RestoreTest(unittest.TestCase):
         self.assertEqual(sc.job("restore", cfg, "j", "--where", "1=1").rc, 0)
         self.assertEqual(sc.count("destination", "orders"), 0)
 
+    def test_dry_run_writes_nothing_and_counts(self):
+        sc, cfg, start = self.shop("rtdry", orders=40)
+        before = (stored(sc, "source", SHOP_TABLES), stored(sc, "destination", SHOP_TABLES))
+        n = sc.dst("SELECT COUNT(*) FROM orders WHERE id < 20")[0][0]
+        items = sc.dst("SELECT COUNT(*) FROM order_items i JOIN orders o ON o.id = i.order_id WHERE o.id < 20")[0][0]
+        for args in (("dry-run", cfg, "j", "--mode", "restore", "--where", "id < 20"),
+                     ("restore", cfg, "j", "--where", "id < 20", "--dry-run")):
+            r = sc.job(*args)
+            self.assertEqual(r.rc, 0, r)
+            self.assertIn(f"archived roots that match --where (as of now): {n}\n", r.out)
+            self.assertRegex(r.out, rf"order_items +{items}\n")
+            self.assertIn(f"INSERT INTO `{sc.src_db}`.`orders`", r.out)
+            self.assertIn(f"DELETE FROM `{sc.dst_db}`.`orders` WHERE", r.out)
+            self.assertIn("the commit proof, in the copy transaction into the source", r.out)
+        r = sc.job("dry-run", cfg, "j", "--mode", "restore")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("dry-run --mode restore needs --where", r.err)
+        self.assertEqual((stored(sc, "source", SHOP_TABLES), stored(sc, "destination", SHOP_TABLES)), before)
+
+    def test_archive_shared_with_another_job_is_refused(self):
+        sc, cfg, start = self.shop("rtshared", orders=30)
+        other = dict(SHOP_JOB, where="created_at < NOW() - INTERVAL 20 YEAR")
+        cfg2 = sc.config({"j": SHOP_JOB, "k": other}, processing={"batch_size": 25},
+                         destination={"foreign_key_checks": False})
+        self.assertEqual(sc.job("archive", cfg2, "k").rc, 0)
+        before = (stored(sc, "source", SHOP_TABLES), stored(sc, "destination", SHOP_TABLES))
+        r = sc.job("restore", cfg2, "j", "--where", "1=1")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn(f"restore of job j refused: job(s) k of the same registry archive into {sc.dst_db}.orders too, "
+                      "and nothing tells their rows from this job's", r.err)
+        self.assertEqual((stored(sc, "source", SHOP_TABLES), stored(sc, "destination", SHOP_TABLES)), before)
+
     # -- crashes -------------------------------------------------------------------------------------------------
     def test_kill_at_every_point_then_rerun(self):
         for point in RESTORE_POINTS:
