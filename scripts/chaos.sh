@@ -3,7 +3,7 @@
 #   scripts/chaos.sh --rounds N [--seed S] [--seconds SECONDS_OF_LOAD_PER_ROUND] [--keep]
 # Needs the Debug build (build/goarchive, or GOARCHIVE_BIN). Starts and stops its own servers (ports 26306-26308,
 # /tmp/ga-chaos). Prints at the end: rounds, application writes committed, kills, fault points fired, shared-archive
-# rounds and their refusals, faults beyond SIGKILL of each kind, lost / duplicated / stale / orphans.
+# rounds and their refusals, restore rounds, faults beyond SIGKILL of each kind, lost / duplicated / stale / orphans.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=20 seed=${CHAOS_SEED:-$(date +%s)} seconds=${CHAOS_SECONDS:-15}
@@ -43,6 +43,10 @@ print(f"chaos.sh: allowed and reported: diamond roots blocked {g('blocked')}, ro
 print(f"chaos.sh: held parents (the copy-only sweep keeping a row the source still holds as the parent of an only "
       f"version; fixed in bf74b08, a failure unless CHAOS_ALLOW_HELD_PARENT=1): {g('held_parent')} in "
       f"{g('rounds_held_parent')} rounds, rows wedged {g('wedged')}")
+print(f"chaos.sh: restore rounds {g('rounds_restore')} (--keep-archive {g('rounds_restore_keep')}): roots restored "
+      f"{g('restored_roots')}, restore runs SIGKILLed {g('kills_restore')}, unrestored {g('unrestored')} (failures), "
+      f"diamond roots blocked {g('restore_blocked')}, conflicts after --keep-archive {g('restore_keep_conflicts')}, "
+      f"rows a --keep-archive rerun restored again {g('resurrected')}")
 print(f"chaos.sh: fault points that killed {len(d.get('points', {}))}: "
       + ", ".join(f"{p} {n}" for p, n in sorted(d.get("points", {}).items())))
 print(f"chaos.sh: shared-archive rounds {g('rounds_shared')}: refused another mode of a killed job "

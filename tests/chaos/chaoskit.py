@@ -53,7 +53,13 @@ POINTS = {
                 "before_delete_commit", "after_delete_commit", "after_batch"],
     "copy-only": ["after_locks", "before_copy_commit", "after_copy_commit", "after_verify", "after_batch"],
     "purge": ["after_locks", "before_delete_commit", "after_delete_commit", "after_batch"],
+    # restore (lib/pipeline/restore.cpp): every batch passes these; the archive side's removal is remover.cpp's
+    "restore": ["after_locks", "after_read", "after_verify", "after_restore_claim", "before_copy_commit",
+                "after_copy_commit", "delete_start", "after_locked_read", "before_delete_commit",
+                "after_delete_commit", "after_batch"],
 }
+# Points a restore passes only when it finishes a batch a killed run left unfinished (Restore::recover).
+RESTORE_RECOVERY_POINTS = ["recovery_adopted", "before_adopt_commit"]
 
 
 # -- the round's schema ---------------------------------------------------------------------------------------------
@@ -686,7 +692,9 @@ CATEGORIES = ("lost", "duplicated", "stale", "orphans", "unarchived", "uncopied"
 # sweep never removes a copy whose root is gone from the source): "only_version", allowed and reported. Only rows
 # the application deleted qualify; a kept copy of a row that still exists (a child that followed its re-keyed root)
 # is stale, a failure.
-ALLOWED = ("blocked", "only_version") + (("conflicts", "kept") if os.environ.get("CHAOS_NO_PROOF") else ()) + \
+# A --keep-archive restore round's archived copies of rows that went back ("kept_archive", chaoskit.check) are allowed.
+ALLOWED = ("blocked", "only_version", "kept_archive") + \
+    (("conflicts", "kept") if os.environ.get("CHAOS_NO_PROOF") else ()) + \
     (("held_parent", "wedged") if os.environ.get("CHAOS_ALLOW_HELD_PARENT") else ())  # HELD_PARENT_ALLOWED
 
 
@@ -732,15 +740,21 @@ def registry_failures(job_schema, job="j", jobs=None):
 
 
 def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambiguous_kill=False,
-          copy_only_round=False, wedged=None):
+          copy_only_round=False, wedged=None, kept=None, kept_conflicts=frozenset()):
     """Failures {category: [example lines]} of the round's end state against the model.
 
     MODE is the mode of the final clean run: archive (eligible trees in the destination, the others in the source,
     nothing in both), purge (eligible trees gone, the others in the source, nothing in the destination),
     copy-only (every row in the source, and in the destination exactly the eligible trees, all at their latest
     version: the copy sweep has removed every copy that went stale or left `where`). COPY_ONLY_ROUND: the round ran
-    copy-only, so copies of trees whose root the application deleted are allowed (ALLOWED, "only_version")."""
+    copy-only, so copies of trees whose root the application deleted are allowed (ALLOWED, "only_version").
+
+    KEPT (a --keep-archive restore round, archive mode): the archive's rows before that restore. The roots whose tree
+    holds such a row, or that goarchive recorded as conflicts (KEPT_CONFLICTS), stay in the source (kept_roots); the
+    archive's copy of a KEPT row, exactly as it was, is allowed beside the source's row ("kept_archive")."""
     bad = collections.defaultdict(list)
+    kept = kept or {}
+    pinned = kept_roots(schema, model, kept, kept_conflicts) if kept else set()
     src = {t: table_rows(schema, "source", src_db, t) for t in schema.TABLES}
     dst = {t: table_rows(schema, "destination", dst_db, t) for t in schema.TABLES}
 
@@ -793,6 +807,8 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
         r = model.root_of(t, key)
         if r is None:
             return None
+        if model.roots_of(t, key) & pinned:
+            return False  # --keep-archive: its tree meets a row the archive kept, so it stays in the source
         return model.rows["r"][r][schema.cols["r"].index("cold")] == 1 and r not in blocked
 
     for t in schema.TABLES:
@@ -805,6 +821,10 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
                     bad["conflicts"].append(f"{t} {key}: under a root goarchive reported as a conflict")
                 continue
             s, d = src[t].get(key), dst[t].get(key)
+            if d is not None and s is not None and key in kept.get(t, {}) and d == kept[t][key]:
+                bad["kept_archive"].append(f"{t} {key}: in the source, and its archive copy from before the "
+                                           "--keep-archive restore stays")
+                d = None
             if (t, key) in held:
                 if s != row:
                     bad["stale"].append(f"{t} {key}: source has {s}, latest committed version is {row}"
@@ -852,6 +872,10 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
         for where, rows in (("source", src[t]), ("destination", dst[t])):
             for key in rows:
                 if key in model.deleted[t] and key not in model.rows[t]:
+                    if where == "destination" and key in kept.get(t, {}) and rows[key] == kept[t][key]:
+                        bad["kept_archive"].append(f"{t} {key}: deleted by the application after the "
+                                                   "--keep-archive restore, its archive copy stays")
+                        continue
                     if where == "destination" and in_conflict(t, key) and dest_root(t, key) in wedged:
                         bad["wedged"].append(f"{t} {key}: deleted by the application, kept under a root in conflict "
                                              "with a held parent")
@@ -876,6 +900,68 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
             for r in campaignkit.orphans(server, db, child, fk, parent, refs, schema.pk[child] + fk):
                 n = len(schema.pk[child])
                 bad["orphans"].append(f"{child} {tuple(r[:n])} in the {server} without its {parent} {tuple(r[n:])}")
+    return bad
+
+
+# -- restore rounds -------------------------------------------------------------------------------------------------
+# A restore round (test_chaos.py, restore_round) archives, restores the archived roots a random `--where` matches
+# while the application writes (restored rows are the application's again: it updates them, deletes their children,
+# adds children under them, moves children to and from them, re-keys them), then archives again. KEPT is, in a
+# --keep-archive round, the archive's rows before the restore ({table: {key: row}}): --keep-archive copies back and
+# leaves the archive as it was, so a row may be in both servers when the archive's copy is exactly that row.
+
+
+def kept_roots(schema, model, kept, extra=()):
+    """--keep-archive rounds: the roots (in the model now) whose tree holds a row of KEPT, plus EXTRA (roots
+    goarchive recorded as conflicts). The archive holds a copy of such a row that no run of this job wrote since
+    the restore: an archive run finds it and leaves the root in the source (goarchive(1): an equal row "written by
+    another run" keeps its root in the source; a different one is a conflict)."""
+    out = set(extra)
+    for t in schema.TABLES:
+        for key in model.rows[t]:
+            if key in kept.get(t, ()):
+                out |= model.roots_of(t, key)
+    return out
+
+
+def check_restore(schema, model, src_db, dst_db, kept=None):
+    """Failures {category: [example lines]} right after a restore phase (its final run finished, the application
+    held): every row of the model is at its latest committed version in exactly one of source and archive (a
+    --keep-archive round: in both when the archive's copy is exactly its row of KEPT, the archive before the
+    restore); a row the application deleted is in neither (or, --keep-archive, in the archive as its KEPT row); no
+    unknown rows; no orphans on either side."""
+    bad = collections.defaultdict(list)
+    kept = kept or {}
+    src = {t: table_rows(schema, "source", src_db, t) for t in schema.TABLES}
+    dst = {t: table_rows(schema, "destination", dst_db, t) for t in schema.TABLES}
+    for t in schema.TABLES:
+        old = kept.get(t, {})
+        for key, row in model.rows[t].items():
+            STATS["row_checks"] += 1
+            s, d = src[t].get(key), dst[t].get(key)
+            why = model.why(t, key)
+            if s is not None and s != row:
+                bad["stale"].append(f"{t} {key}: after the restore the source has {s}, latest version {row}{why}")
+            if d is not None and d != row and not (key in old and d == old[key] and s is not None):
+                bad["stale"].append(f"{t} {key}: after the restore the archive has {d}, latest version {row}{why}")
+            if s is None and d is None:
+                bad["lost"].append(f"{t} {key}: after the restore in neither server; latest version {row}{why}")
+            elif s is not None and d is not None and not (key in old and d == old[key]):
+                bad["duplicated"].append(f"{t} {key}: after the restore in the source and the archive{why}")
+        for where, rows in (("source", src[t]), ("archive", dst[t])):
+            for key, got in rows.items():
+                if key in model.rows[t]:
+                    continue
+                if where == "archive" and key in old and got == old[key] and key in model.deleted[t]:
+                    continue  # --keep-archive: the archive's copy of a row the application deleted once it was back
+                state = "deleted by the application" if key in model.deleted[t] else "unknown"
+                bad["stale"].append(f"{t} {key}: {state}, in the {where} after the restore: {got}{model.why(t, key)}")
+    for child, fk, parent, refs in schema.relations():
+        for server, db in (("source", src_db), ("destination", dst_db)):
+            for r in campaignkit.orphans(server, db, child, fk, parent, refs, schema.pk[child] + fk):
+                n = len(schema.pk[child])
+                bad["orphans"].append(f"{child} {tuple(r[:n])} in the {server} after the restore without its "
+                                      f"{parent} {tuple(r[n:])}")
     return bad
 
 

@@ -47,6 +47,22 @@ of that row under the gone root, and every archive or copy-only run of the row's
 (exit 1, each run). The oracle names it ("held_parent", and "wedged" for the rows of that root), a failure since the fix
 (bf74b08); CHAOS_ALLOW_HELD_PARENT=1 allows it and the conflicts on wedged roots only, to judge an older binary.
 
+RESTORE rounds (restore_round) archive, restore part of the archive, and archive again while the application writes:
+a clean archive after a first run killed at a fault point; then `goarchive restore --where W` (W random over the
+archived roots: CRC32 of the payload or of the key, an amount range, 1=1; --keep-archive in KEEP_SHARE of them) killed
+at every point a restore passes (chaoskit.POINTS["restore"], and recovery_adopted / before_adopt_commit when a killed
+run left a batch unfinished) and after random delays, then a clean restore. Restored rows are the application's
+again: the model knows rows by key wherever they are, so it updates and deletes them, adds and moves children under
+them and re-keys them like any other source row. With the application held, chaoskit.check_restore checks the
+restore's invariant (every row's latest version in exactly one server, no unknown row, no orphan; no archived root
+that W matches is left, diamonds' blocked roots allowed; --keep-archive: the archive unchanged, each root W matches
+in the source or deleted by the application since, a row in both only while the archive's copy is exactly the row it
+held). Then archive runs are killed again, the application stops, and the final clean archive run is checked like
+an archive round (--keep-archive: the roots whose tree meets a row that is in both stay in the source, blocked or in
+conflict, and the archive's copies of those rows are allowed: "kept_archive"). A --keep-archive rerun restores again
+a root the application deleted after an earlier run had restored it (the user asked for the archived copy): the
+model learns those rows ("resurrected", counted). Restore rounds kill with SIGKILL only (no fault beyond it).
+
 FAULTS BEYOND SIGKILL (fault_run): a round that draws one runs goarchive once paused at a commit point of its mode
 (GOARCHIVE_PAUSE=<point>:1:<file>) while the application writes, injects the fault there and proves it happened,
 then lets goarchive go on: the source or the destination restarted (scripts/servers.sh stop + start; its pid
@@ -59,8 +75,10 @@ a rerun must finish (rc 0); the round's oracle holds at the end.
 
 The first rounds (COVER) are fixed shapes that cover every pair of mode x key x relation kind x verification that
 can exist (pairwise; 12 rounds; four of them carry one fault of each kind, COVER_FAULTS), then two fixed shared-archive
-rounds (SHARED_COVER), with data from the fixed seed 20261201; the rounds after them draw their shape at random from
-CHAOS_SEED (a fifth of them shared-archive rounds, and 40% of the others with a fault beyond SIGKILL). In CI
+rounds (SHARED_COVER) and, in CI, two fixed restore rounds (RESTORE_COVER, one with --keep-archive), with data from
+the fixed seed 20261201; the rounds after them draw their shape at random from CHAOS_SEED (a fifth of them
+shared-archive rounds, 40% of the others with a fault beyond SIGKILL, and a quarter of those that are not shared
+restore rounds instead; CHAOS_FORCE=mode=restore makes every round one). In CI
 (CHAOS_ROUNDS unset) two random rounds follow, and CHAOS_SEED defaults to a number taken from the git commit, so the
 random part rotates with every commit (printed, to rerun a failure).
 
@@ -78,6 +96,7 @@ CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PR
 CHAOS_ALLOW_HELD_PARENT=1 allows (and reports) the fixed held-parent bug, for a binary from before its fix,
 CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind;
 tables=1 forces the single-table shape, tables=3 the three tables; shared=1 (or mode=shared) the shared-archive rounds;
+mode=restore the restore rounds, keep=1 with --keep-archive;
 fault=restart_source|restart_destination|proxy|lock_kill one fault beyond SIGKILL in every round that is not shared).
 It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
 the end. Needs the Debug build (fault hooks).
@@ -131,6 +150,12 @@ RANDOM_IN_CI = 2  # random rounds after the cover when CHAOS_ROUNDS is unset
 # mode) over one destination database and one registry.
 SHARED_COVER = [("int", "dbfk", "sha256"), ("varchar", "config", "count")]
 SHARED_SHARE = 0.2  # of the random rounds
+# Restore rounds in CI, after SHARED_COVER: (key, relation kind, verification, --keep-archive). A restore round
+# archives, restores part of the archive (a random --where) while the application writes, then archives again, with
+# kills in both directions (restore_round).
+RESTORE_COVER = [("varchar", "dbfk", "sha256", False), ("composite", "config", "count", True)]
+RESTORE_SHARE = 0.25  # of the random rounds that are not shared
+KEEP_SHARE = 0.3  # of the restore rounds: --keep-archive
 # Faults beyond SIGKILL, one per round that draws one, injected while goarchive is paused at a commit point
 # (GOARCHIVE_PAUSE) and the application writes: the source or the destination restarted (scripts/servers.sh stop +
 # start), every connection of the loopback proxy between goarchive and a server cut (the whole round's runs go
@@ -167,7 +192,8 @@ def commit_seed():
 
 SEED = int(os.environ.get("CHAOS_SEED") or commit_seed())
 CI = not os.environ.get("CHAOS_ROUNDS")
-ROUNDS = len(COVER) + len(SHARED_COVER) + RANDOM_IN_CI if CI else int(os.environ["CHAOS_ROUNDS"])
+FIXED = len(COVER) + len(SHARED_COVER) + len(RESTORE_COVER)  # CI's rounds of fixed shape and data
+ROUNDS = FIXED + RANDOM_IN_CI if CI else int(os.environ["CHAOS_ROUNDS"])
 SECONDS = float(os.environ.get("CHAOS_SECONDS") or 6)
 VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
 # What every round must show it exercised (a round that exercised nothing fails): committed application writes per
@@ -184,7 +210,8 @@ RC1 = []  # the last log line of the first runs that ended rc 1 under load
 def setUpModule():
     global BIN
     BIN = chaoskit.start(BIN)
-    campaignkit.require_fault_hooks(BIN, {p for points in POINTS.values() for p in points})
+    campaignkit.require_fault_hooks(BIN, {p for points in POINTS.values() for p in points} |
+                                    set(chaoskit.RESTORE_RECOVERY_POINTS))
     seeds = f"the random rounds; the cover rounds use {COVER_SEED}" if CI else "every round"
     print(f"\nchaos: CHAOS_SEED={SEED} ({seeds}) CHAOS_ROUNDS={ROUNDS} CHAOS_SECONDS={SECONDS}, binary {BIN}, servers "
           f"127.0.0.1:{os.environ['GA_SOURCE_PORT']} / :{os.environ['GA_DEST_PORT']}", file=sys.stderr, flush=True)
@@ -214,6 +241,12 @@ def closing_table():
     rows = [("rounds (failed)", f"{s['rounds']} ({s['rounds_failed']})"),
             ("  single-table rounds", s["rounds_single"]),
             ("  shared-archive rounds", s["rounds_shared"]),
+            ("  restore rounds (--keep-archive)", f"{s['rounds_restore']} ({s['rounds_restore_keep']})"),
+            ("  roots restored / SIGKILLs of restore runs", f"{s['restored_roots']} / {s['kills_restore']}"),
+            ("  restore: diamond roots blocked / roots in conflict after --keep-archive (allowed)",
+             f"{s['restore_blocked']} / {s['restore_keep_conflicts']}"),
+            ("  restore: unrestored (failures) / rows a --keep-archive rerun restored again",
+             f"{s['unrestored']} / {s['resurrected']}"),
             ("  rounds with a fault beyond SIGKILL", s["rounds_fault"]),
             ("application writes committed", s["writes"]),
             ("  skipped (row or parent gone) / failed (errors)", f"{s['skipped']} / {s['app_errors']}"),
@@ -258,13 +291,13 @@ def closing_table():
 
 def round_seed(i):
     """The seed of round I's draws and data: the fixed one for CI's cover rounds, CHAOS_SEED otherwise."""
-    return COVER_SEED if CI and i < len(COVER) + len(SHARED_COVER) else SEED
+    return COVER_SEED if CI and i < FIXED else SEED
 
 
 def round_params(i, rng):
     """Round I's kind: the first rounds are COVER's fixed shapes; later rounds draw at random, a third of the archive
     and purge ones diamonds (integer or composite keys), a quarter of the others single-table."""
-    diamond, tables, shared, fault = False, 3, False, ""
+    diamond, tables, shared, fault, keep = False, 3, False, "", False
     if i < len(COVER):
         mode, key, kind, verification = COVER[i]
         dbfk = kind == "dbfk"
@@ -274,6 +307,9 @@ def round_params(i, rng):
     elif CI and i < len(COVER) + len(SHARED_COVER):
         key, kind, verification = SHARED_COVER[i - len(COVER)]
         mode, dbfk, shared = "shared", kind == "dbfk", True
+    elif CI and i < FIXED:
+        key, kind, verification, keep = RESTORE_COVER[i - len(COVER) - len(SHARED_COVER)]
+        mode, dbfk = "restore", kind == "dbfk"
     elif rng.random() < SHARED_SHARE:
         mode, key, shared = "shared", rng.choice(KEYS), True
         dbfk, verification = rng.random() < 0.5, rng.choice(VERIFICATIONS)
@@ -287,13 +323,20 @@ def round_params(i, rng):
     batch = rng.randint(100, 400) if large else rng.randint(2, 8)
     p = {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
          "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
-         "roots": rng.randint(150, 260), "diamond": diamond, "tables": tables, "shared": shared, "fault": fault}
+         "roots": rng.randint(150, 260), "diamond": diamond, "tables": tables, "shared": shared, "fault": fault,
+         "keep": keep}
     # Single-table rounds: drawn after every other draw, among the random rounds that are no diamond.
     if i >= len(COVER) and not diamond and rng.random() < 9 / 28:
         p["tables"] = 1
     if i >= len(COVER) and not shared and not (CI and i < len(COVER) + len(SHARED_COVER)) and \
             rng.random() < FAULT_SHARE:
         p["fault"] = rng.choice(FAULT_KINDS)
+    # Restore rounds: drawn last (the other rounds' draws stay as they were), in place of an archive, copy-only or
+    # purge round; their kills are SIGKILLs in both directions (no fault beyond SIGKILL).
+    if i >= FIXED and not shared and rng.random() < RESTORE_SHARE:
+        p["mode"], p["fault"], p["keep"] = "restore", "", rng.random() < KEEP_SHARE
+    if p["mode"] == "restore":
+        p["fault"] = ""
     # CHAOS_FORCE="mode=archive,key=composite,dbfk=1,batch_size=4": every round of that shape (to stress one kind).
     forced = set()
     for item in filter(None, os.environ.get("CHAOS_FORCE", "").split(",")):
@@ -302,6 +345,8 @@ def round_params(i, rng):
             raise ValueError(f"CHAOS_FORCE: unknown round parameter {k!r} (one of {', '.join(p)})")
         p[k] = v if isinstance(p[k], str) else bool(int(v)) if isinstance(p[k], bool) else int(v)
         forced.add(k)
+    if p["mode"] == "restore":
+        p["fault"] = ""  # restore rounds kill with SIGKILL only
     if p["tables"] not in (1, 3):
         raise ValueError(f"CHAOS_FORCE: tables={p['tables']}: 3 (r -> c -> g) or 1 (r only)")
     if p["fault"] and p["fault"] not in FAULT_KINDS:
@@ -349,6 +394,8 @@ def kind_of(p):
                 f"{'single table, ' if p['tables'] == 1 else ''}{p['key']} keys, {rels}{p['verification']}, batch "
                 f"{p['batch_size']}/{p['delete_batch_size']}")
     fault = f", fault {p['fault']}" if p["fault"] else ""
+    if p["mode"] == "restore":
+        fault = ", --keep-archive" if p["keep"] else ""
     if p["tables"] == 1:  # no relations: dbfk declares nothing
         shape = "single table, "
         rels = ""
@@ -370,11 +417,11 @@ class Chaos(unittest.TestCase):
                   file=sys.stderr, flush=True)
         return rc, out, err
 
-    def clean_run(self, sc, mode, cfg, log, job="j", what="final"):
+    def clean_run(self, sc, mode, cfg, log, job="j", what="final", extra=()):
         """MODE to its end (rc 4: a killed run's locks are still being released, try again)."""
         deadline = time.monotonic() + 60
         while True:
-            rc, out, err = self.goarchive(sc, mode, cfg, job=job)
+            rc, out, err = self.goarchive(sc, mode, cfg, job=job, extra=extra)
             log.append(f"{what} {mode} -j {job}: rc={rc}" + ("" if rc in (0, 4) else f"\n    {tail(err, 1)}"))
             if rc != 4 or time.monotonic() > deadline:
                 return rc, out, err
@@ -501,6 +548,8 @@ class Chaos(unittest.TestCase):
         kind = kind_of(p)
         if p["shared"]:
             return self.shared_round(i, p, rng, seed, kind)
+        if p["mode"] == "restore":
+            return self.restore_round(i, p, rng, seed, kind)
         t0 = time.monotonic()
         schema = Schema(p["key"], p["dbfk"], p["diamond"], p["tables"])
         sc = Scenario(self, f"chaos{i}")
@@ -655,6 +704,224 @@ class Chaos(unittest.TestCase):
         STATS["rounds_fault"] += bool(p["fault"])
         return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad,
                               allowed, log, first_conflict, extra={"fault": p["fault"]} if p["fault"] else None)
+
+    # -- restore rounds -----------------------------------------------------------------------------------------
+    def killing_runs(self, sc, mode, cfg, rng, log, fired, seconds, extra=()):
+        """MODE runs while the application writes, for about SECONDS: the first one SIGKILLed at the fault point of
+        MODE that killed least so far (which it must reach), then kills at random fault points (restore: at a
+        recovery point, which must kill, half of the times a killed run left a batch unfinished), kills after a
+        random delay, and runs left alone. Returns (SIGKILLs, failures)."""
+        kills, failures = 0, []
+        durations = [0.5]
+        end = time.monotonic() + seconds
+        first = True
+        while first or time.monotonic() < end:
+            must_kill = first
+            if first:
+                point = min(POINTS[mode], key=lambda x: POINTS_FIRED[x] + fired[x])
+                env, kill_after, how = {"GOARCHIVE_FAULT": f"{point}:1"}, None, f"{point}:1"
+            elif mode == "restore" and rng.random() < 0.5 and unfinished_of(sc.job_schema, "j") > 0:
+                point = min(chaoskit.RESTORE_RECOVERY_POINTS, key=lambda x: POINTS_FIRED[x] + fired[x])
+                env, kill_after, how = {"GOARCHIVE_FAULT": f"{point}:1"}, None, f"{point}:1 (recovery)"
+                must_kill = True
+            elif rng.random() < 0.45:
+                point = rng.choice(POINTS[mode])
+                n = 1 if point == "after_locks" else rng.randint(1, 5)
+                env, kill_after, how = {"GOARCHIVE_FAULT": f"{point}:{n}"}, None, f"{point}:{n}"
+            elif rng.random() < 0.85:
+                kill_after = round(rng.uniform(0.02, sorted(durations)[len(durations) // 2] * 1.1), 3)
+                env, how = None, f"SIGKILL after {kill_after}s"
+            else:
+                env, kill_after, how = None, None, "no kill"
+            first = False
+            t1 = time.monotonic()
+            rc, out, err = self.goarchive(sc, mode, cfg, env=env, kill_after=kill_after, extra=extra)
+            STATS["runs"] += 1
+            log.append(f"{mode} ({how}): rc={rc}" + ("" if rc in (0, -9, 4) else f"\n    {tail(err, 1)}"))
+            if must_kill and rc != -9:
+                failures.append(f"GOARCHIVE_FAULT={how} did not kill {mode} (rc={rc}): the point was never reached"
+                                f"\n{tail(err, 3)}")
+            if rc == -9:
+                kills += 1
+                STATS["kills"] += 1
+                STATS["kills_point" if env else "kills_timer"] += 1
+                STATS[f"kills_{mode}"] += 1
+                if env:
+                    fired[env["GOARCHIVE_FAULT"].split(":")[0]] += 1
+            elif rc == 4:
+                STATS["rc4"] += 1
+                time.sleep(0.5)
+            elif rc == 0:
+                durations.append(time.monotonic() - t1)
+            else:
+                STATS["rc1"] += 1
+                if len(RC1) < 5:
+                    RC1.append(f"{mode}: {tail(err, 1)[:300]}")
+        return kills, failures
+
+    def restore_where(self, sc, schema, rng):
+        """A random `--where` over the archived roots that matches at least one of them (else 1=1); and how many it
+        matches now."""
+        k = schema.pk["r"][-1]
+        n = rng.randint(2, 4)
+        choices = [f"CRC32(payload) % {n} = {rng.randrange(n)}", f"amt IS NULL OR amt < {rng.randint(2, 8)}000000",
+                   f"CRC32({q(k)}) % {n} <> {rng.randrange(n)}", "1=1"]
+        where = rng.choices(choices, [4, 2, 3, 1])[0]
+        count = int(sc.dst(f"SELECT COUNT(*) FROM r WHERE {where}")[0][0])
+        if count == 0:
+            where = "1=1"
+            count = int(sc.dst("SELECT COUNT(*) FROM r")[0][0])
+        return where, count
+
+    def restore_round(self, i, p, rng, seed, kind):
+        """Archive, restore part of the archive, archive again, while the application writes (it updates and
+        deletes rows, restored ones among them, adds children under restored roots, moves and re-keys them), with
+        SIGKILLs in both directions and reruns. The archive phase ends with a clean archive run; the restore phase
+        (a random --where over the archived roots; --keep-archive in some rounds) with a clean restore run, after
+        which, the application held, the restore's invariant is checked (chaoskit.check_restore: every row at its
+        latest version in exactly one server, or in a --keep-archive round also in the archive exactly as it was;
+        no archived root left that the `where` matches (diamonds: blocked ones allowed); the archive untouched by
+        --keep-archive); the last archive phase ends, the application stopped, with a final clean archive run and
+        the full invariant (chaoskit.check; --keep-archive: the roots whose tree meets a row the archive kept stay
+        in the source, allowed)."""
+        t0 = time.monotonic()
+        schema = Schema(p["key"], p["dbfk"], p["diamond"], p["tables"])
+        sc = Scenario(self, f"chaos{i}")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+        model = Model(schema)
+        load(schema, model, sc.src_db, rng, p["roots"])
+        cfg = sc.config({"j": schema.job()}, verification=p["verification"],
+                        processing={"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]})
+        final_cfg = cfg if not p["diamond"] else sc.config(
+            {"j": schema.job()}, verification=p["verification"],
+            processing={"batch_size": 100000, "delete_batch_size": p["delete_batch_size"]})
+        keep = p["keep"]
+        app = App(model, sc.src_db, f"{seed}:{i}", threads=3)
+        log, failures = [], []
+        kills = collections.Counter()  # direction -> SIGKILLs
+        fired = collections.Counter()
+        bad = collections.defaultdict(list)
+        kept, where, matched, conflicts = None, "", 0, set()
+        app.start()
+        try:
+            # 1. archive under load, killed, then finished
+            n, f = self.killing_runs(sc, "archive", cfg, rng, log, fired, SECONDS * 0.15)
+            kills["archive"] += n
+            failures += f
+            rc, out, err = self.clean_run(sc, "archive", cfg, log, what="archive phase:")
+            if rc != 0:
+                failures.append(f"the clean archive run before the restore ended rc={rc}:\n{tail(err, 3)}")
+            # 2. restore part of it under load, killed in every step, then finished
+            where, matched = self.restore_where(sc, schema, rng)
+            extra = ("--where", where) + (("--keep-archive",) if keep else ())
+            log.append(f"restore --where \"{where}\"{' --keep-archive' if keep else ''}: {matched} archived root(s) "
+                       "match")
+            archive_before = {t: gatest.checksum_table("destination", sc.dst_db, t) for t in schema.TABLES}
+            if keep:
+                kept = {t: chaoskit.table_rows(schema, "destination", sc.dst_db, t) for t in schema.TABLES}
+            n, f = self.killing_runs(sc, "restore", cfg, rng, log, fired, SECONDS * 0.5, extra=extra)
+            kills["restore"] += n
+            failures += f
+            rc, out, err = self.clean_run(sc, "restore", final_cfg, log, what="restore phase:", extra=extra)
+            taken = "in the source already, with other content"
+            if rc != 0 and not (keep and rc == 1 and taken in out + err):
+                failures.append(f"the clean restore run ended rc={rc}:\n{tail(err, 3)}")
+            # the restore's invariant, no application write in flight
+            app.hold()
+            try:
+                left = int(sc.dst(f"SELECT COUNT(*) FROM r WHERE {where}")[0][0])
+                STATS["restored_roots"] += matched - left if not keep else matched
+                if keep:
+                    resurrected = self.adopt_restored(schema, model, sc, kept)
+                    if resurrected:
+                        log.append(f"--keep-archive rerun restored {len(resurrected)} row(s) the application had "
+                                   f"deleted after an earlier run restored them: {resurrected[:3]}")
+                    after = {t: gatest.checksum_table("destination", sc.dst_db, t) for t in schema.TABLES}
+                    if after != archive_before:
+                        bad["stale"].append(f"--keep-archive changed the archive: {archive_before} -> {after}")
+                    keys = [tuple(r) for r in sc.dst(f"SELECT {', '.join(q(c) for c in schema.pk['r'])} FROM r "
+                                                      f"WHERE {where}")]
+                    src_r = chaoskit.table_rows(schema, "source", sc.src_db, "r")
+                    for key in keys:
+                        if key not in src_r and key in model.rows["r"]:
+                            bad["unrestored"].append(f"r {key}: matches the restore's where, not in the source "
+                                                     "after the clean --keep-archive run")
+                elif left and not schema.diamond:
+                    bad["unrestored"].append(f"{left} archived root(s) still match the restore's where after its "
+                                             "clean run")
+                elif left:
+                    STATS["restore_blocked"] += left  # diamonds: held by another parent that stays archived
+                for k, v in chaoskit.check_restore(schema, model, sc.src_db, sc.dst_db, kept).items():
+                    bad[k] += [f"(after the restore) {line}" for line in v]
+                if keep:  # from here on, KEPT names the archived rows that went back (in both, or deleted since)
+                    src_now = {t: chaoskit.table_rows(schema, "source", sc.src_db, t) for t in schema.TABLES}
+                    kept = {t: {k: v for k, v in kept[t].items() if k in src_now[t] or k not in model.rows[t]}
+                            for t in schema.TABLES}
+            finally:
+                app.resume()
+            # 3. archive again under load, killed; the application stops; the final clean run
+            n, f = self.killing_runs(sc, "archive", cfg, rng, log, fired, SECONDS * 0.35)
+            kills["archive"] += n
+            failures += f
+        finally:
+            app.finish()
+        writes = sum(model.writes.values())
+        app_errors = sum(v for k, v in app.errors.items() if k != "skipped")
+        STATS["writes"] += writes
+        STATS["skipped"] += app.errors["skipped"]
+        STATS["app_errors"] += app_errors
+        POINTS_FIRED.update(fired)
+        min_writes = int(MIN_WRITES_PER_SECOND * SECONDS)
+        if writes < min_writes:
+            failures.append(f"only {writes} application writes committed in {SECONDS}s of load (at least {min_writes}"
+                            f" expected; errors: {dict(app.errors)})")
+        if app_errors >= max(writes, 1):
+            failures.append(f"{app_errors} application writes failed and only {writes} committed: {dict(app.errors)}")
+        if kills["archive"] < 2 or kills["restore"] < 1:
+            failures.append(f"SIGKILLs {dict(kills)}: at least one in each archive phase and one in the restore")
+
+        rc, out, err = self.clean_run(sc, "archive", final_cfg, log)
+        conflicts = conflict_roots(schema, sc.job_schema)
+        if rc != 0 and not (rc == 1 and conflicts and "are in conflict" in out + err):
+            failures.append(f"the final clean archive run ended rc={rc}:\n{tail(err, 3)}")
+            STATS["final_failed"] += 1
+        if keep:
+            b = check(schema, model, sc.src_db, sc.dst_db, "archive", kind, kept=kept, kept_conflicts=conflicts)
+            reg = [line for line in registry_failures(sc.job_schema) if "conflict(s) recorded" not in line]
+            STATS["restore_keep_conflicts"] += len(conflicts)
+        else:
+            b = check(schema, model, sc.src_db, sc.dst_db, "archive", kind, conflicts)
+            reg = registry_failures(sc.job_schema)
+        b["registry"] += reg
+        for k, v in b.items():
+            bad[k] += v
+        for k in CATEGORIES + ("conflicts", "kept", "blocked", "unarchived_diamond", "unrestored", "kept_archive"):
+            STATS[k] += len(bad.get(k, []))
+        allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
+        STATS["rounds"] += 1
+        STATS["rounds_restore"] += 1
+        STATS["rounds_restore_keep"] += keep
+        STATS["rounds_single"] += schema.tables == 1
+        return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, sum(kills.values()), fired, failures,
+                              bad, allowed, log, [], extra={"restore_where": where, "matched": matched,
+                                                            "kills_by_direction": dict(kills)})
+
+    def adopt_restored(self, schema, model, sc, kept):
+        """--keep-archive: a rerun restores again every root its `where` matches, and a root the application deleted
+        (re-keyed) after an earlier run had restored it goes back in, as its archived copy: the user asked for that
+        copy. The model learns such rows (those in the source, unknown to the model, exactly their archived copy);
+        returns them."""
+        out = []
+        for t in schema.TABLES:
+            for key, row in chaoskit.table_rows(schema, "source", sc.src_db, t).items():
+                if key not in model.rows[t] and key in model.deleted[t] and kept[t].get(key) == row:
+                    model.rows[t][key] = row
+                    model.deleted[t].discard(key)
+                    model.last[(t, key)] = "restored again by a --keep-archive rerun"
+                    out.append((t, key))
+        STATS["resurrected"] += len(out)
+        return out
 
     # -- shared-archive rounds ------------------------------------------------------------------------------------
     def shared_round(self, i, p, rng, seed, kind):
@@ -1140,6 +1407,72 @@ class OracleSanity(unittest.TestCase):
             self.assertTrue(any(line.startswith(f"r {key}") for line in bad[k]), f"{k} {key} missed: {dict(bad)}")
         if model.rows["c"] and any(schema.parent_of("c", row) == archived[0] for row in model.rows["c"].values()):
             self.assertTrue(bad["orphans"], dict(bad))
+
+    def test_restore_corruption_is_reported(self):
+        """Restore: a quiet archive, the application writing, a clean restore of part of the archive: the restore's
+        check (chaoskit.check_restore) finds nothing; then a restored row lost from the source, one back in the
+        archive too, one changed in the source, one orphaned, a row of each table changed: each reported. With
+        --keep-archive, a copy in both servers is allowed only while it is exactly the archived row."""
+        rng = random.Random(f"{SEED}:sanity-restore")
+        schema = Schema("int", False)
+        sc = Scenario(self, "chaossanityr")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+        model = Model(schema)
+        load(schema, model, sc.src_db, rng, 80)
+        cfg = sc.config({"j": schema.job()}, processing={"batch_size": 7, "delete_batch_size": 3})
+        rc, out, err = run(BIN, ["archive", "-c", cfg, "-j", "j", "--no-progress"])
+        self.assertEqual(rc, 0, err)
+        kept = {t: chaoskit.table_rows(schema, "destination", sc.dst_db, t) for t in schema.TABLES}
+        where = "CRC32(payload) % 2 = 0"
+        rc, out, err = run(BIN, ["restore", "-c", cfg, "-j", "j", "--no-progress", "--where", where, "--keep-archive"])
+        self.assertEqual(rc, 0, err)
+        clean = chaoskit.check_restore(schema, model, sc.src_db, sc.dst_db, kept)
+        self.assertFalse(any(clean.values()), report(clean, "a quiet --keep-archive restore"))
+        both = sorted(k for k in kept["r"] if k in chaoskit.table_rows(schema, "source", sc.src_db, "r"))
+        self.assertTrue(both, "the --keep-archive restore put nothing back")
+        bad = chaoskit.check_restore(schema, model, sc.src_db, sc.dst_db, None)  # not --keep-archive: duplicates
+        self.assertTrue(any(str(both[0]) in line for line in bad["duplicated"]), dict(bad))
+        sc.dst(f"UPDATE r SET payload = 'corrupt-kept' WHERE {schema.kwhere('r')}", both[0])  # archive copy changed
+        bad = chaoskit.check_restore(schema, model, sc.src_db, sc.dst_db, kept)
+        self.assertTrue(any(str(both[0]) in line and "corrupt-kept" in line for line in bad["stale"]), dict(bad))
+        # without --keep-archive: the restored roots leave the archive (a fresh scenario, the same data)
+        sc = Scenario(self, "chaossanityr2")
+        for t in schema.TABLES:
+            sc.both(schema.ddl(t))
+            for row in model.rows[t].values():
+                self.insert(sc, "source", schema, t, row)
+        cfg = sc.config({"j": schema.job()}, processing={"batch_size": 7, "delete_batch_size": 3})
+        app = App(model, sc.src_db, f"{SEED}:sanity-restore", threads=2)
+        rc, out, err = run(BIN, ["archive", "-c", cfg, "-j", "j", "--no-progress"])
+        self.assertEqual(rc, 0, err)
+        rc, out, err = run(BIN, ["restore", "-c", cfg, "-j", "j", "--no-progress", "--where", where])
+        self.assertEqual(rc, 0, err)
+        app.start()
+        time.sleep(1.5)
+        app.finish()
+        self.assertGreater(sum(model.writes.values()), 0, "the application wrote nothing")
+        clean = chaoskit.check_restore(schema, model, sc.src_db, sc.dst_db)
+        self.assertFalse(any(clean.values()), report(clean, "a quiet restore"))
+        self.assertEqual(int(sc.dst(f"SELECT COUNT(*) FROM r WHERE {where}")[0][0]), 0)
+        src = {t: chaoskit.table_rows(schema, "source", sc.src_db, t) for t in schema.TABLES}
+        back = sorted(k for k in kept["r"] if k in src["r"])
+        gone = sorted(k for k in src["c"] if any(schema.parent_of("g", g) == k for g in src["g"].values()))
+        self.assertTrue(len(back) >= 3 and gone, "the restore put too little back")
+        w = schema.kwhere
+        sc.src(f"DELETE FROM r WHERE {w('r')}", back[0])  # lost (its children orphaned)
+        self.insert(sc, "destination", schema, "r", src["r"][back[1]])  # duplicated
+        sc.src(f"UPDATE r SET payload = 'corrupt' WHERE {w('r')}", back[2])  # stale
+        sc.src(f"DELETE FROM c WHERE {w('c')}", gone[0])  # lost, and its g rows orphaned
+        each = self.corrupt_each_table(sc, "source", schema, {"r": set(back[:3]), "c": {gone[0]}})
+        bad = chaoskit.check_restore(schema, model, sc.src_db, sc.dst_db)
+        print("\n" + report(bad, "hand-corrupted restore (expected findings)", limit=3), file=sys.stderr)
+        self.assertTrue(any(str(back[0]) in line for line in bad["lost"]), dict(bad))
+        self.assertTrue(any(str(back[1]) in line for line in bad["duplicated"]), dict(bad))
+        self.assertTrue(any(str(back[2]) in line and "corrupt" in line for line in bad["stale"]), dict(bad))
+        self.assertTrue(any(str(gone[0]) in line for line in bad["lost"]), dict(bad))
+        self.assertTrue(any("without its c" in line and str(gone[0]) in line for line in bad["orphans"]), dict(bad))
+        self.assert_each_table_reported(bad, each)
 
     def test_diamond_corruption_is_reported(self):
         """Diamond: a quiet archive round holds blocked roots (joined to a root that is not eligible), which the
