@@ -48,6 +48,9 @@ private:
 
   const Context& m_ctx;
   mutable std::atomic<bool> m_refused{false};
+  // A table's first statement of the run planned as a scan (its statistics lag: key_index.h): off for the run.
+  mutable std::atomic<bool> m_scans{false};
+  mutable std::vector<char> m_plan_checked;  // per table: its first statement was EXPLAINed
 };
 
 }  // namespace goarchive::pipeline

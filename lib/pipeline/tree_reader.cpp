@@ -36,11 +36,11 @@ void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read 
   std::string columns = root.select_list;
   if (matches) columns += fmt::format(", (({}) IS TRUE)", m_ctx.job.where);
   const size_t ncols = root.columns.size();
-  // By primary key even on a small table, where the optimizer would rather scan: a locked scan waits for every
-  // row the application holds, not only the batch's.
+  // By the key's index even on a small table, or one whose statistics say so, where the optimizer would rather
+  // scan: a locked scan waits for every row the application holds, not only the batch's, and a plain one of a
+  // freshly filled archive grows with it (key_index.h).
   const bool locked = read == Read::locked;
-  const bool by_primary = locked && source && root.key_cols == root.source.primary_key;
-  const std::string from = name + (by_primary ? " FORCE INDEX (PRIMARY)" : "");
+  const std::string from = name + m_ctx.indexes.hint(conn, name, root.key_cols);
   // An unbroken run of integer keys is one range, `ORDER BY key LIMIT n`: it matches exactly the batch's keys
   // and, locked, stops at its n-th row, so it locks no row but theirs while they are all there. (A root the
   // application deleted meanwhile makes it read on to the row after the range: at worst a wait for that row.)
@@ -122,11 +122,13 @@ void TreeReader::read_edge(db::Connection& conn, Side side, const Batch& batch, 
   }
   const bool source = side == Side::source;
   const std::string& name = source ? m.source_name : m.destination_name;
-  std::string select = m.select_list, from = name, join;
+  // On the foreign key's index whatever the statistics say (key_index.h).
+  const std::string hint = m_ctx.indexes.hint(conn, name, e.foreign_key);
+  std::string select = m.select_list, from = name + hint, join;
   if (e.collated_fk) {
     select = read_list(m, "c");
     for (size_t k = 0; k < e.parent_ref_idx.size(); ++k) select += ", p." + sql::ident(pm.columns[e.parent_ref_idx[k]]);
-    from = name + " AS c";
+    from = name + " AS c" + hint;
     join = " JOIN " + (source ? pm.source_name : pm.destination_name) + " AS p ON ";
     for (size_t k = 0; k < e.fk_idx.size(); ++k) {
       join += (k ? " AND c." : "c.") + sql::ident(m.columns[e.fk_idx[k]]) + " = p." +
