@@ -89,5 +89,12 @@ show "$GOARCHIVE" jobs -c "$CONFIG"
 step "row counts after"
 counts
 
+customer=$(sql destination -NBe "SELECT customer_id FROM shop_archive.orders ORDER BY id LIMIT 1")
+step "goarchive restore: customer $customer is back; their archived orders return to the source with every child row"
+show "$GOARCHIVE" restore -c "$CONFIG" -j "$JOB" --where "customer_id = $customer"
+
+step "row counts after the restore"
+counts
+
 step "done"
 echo "The servers are still running (scripts/servers.sh status); stop them with: scripts/servers.sh stop"

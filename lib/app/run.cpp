@@ -58,8 +58,6 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // write is guarded explicitly (seed 000).
 void prepare_data_sessions(const config::Config& cfg, db::Connection& src, db::Connection& dst) {
   src.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-  // restore writes the source: its foreign keys refuse a row whose parent outside the job is gone.
-  src.execute("SET SESSION foreign_key_checks = 1");
   dst.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   dst.execute(std::string("SET SESSION foreign_key_checks = ") + (cfg.destination.foreign_key_checks ? "1" : "0"));
 }
@@ -169,8 +167,12 @@ private:
     m_src = app::connect(m_cfg.source, "source data", tag);
     m_dst = app::connect(m_cfg.destination, "destination data", tag);
     prepare_data_sessions(m_cfg, *m_src, *m_dst);
-    // restore deletes from the archive: a multi-table DELETE by alias resolves it in the default database.
-    if (restores()) m_dst->execute("USE " + sql::ident(m_cfg.destination.database));
+    if (restores()) {
+      // restore writes the source: its foreign keys refuse a row whose parent outside the job is gone.
+      m_src->execute("SET SESSION foreign_key_checks = 1");
+      // It deletes from the archive: a multi-table DELETE by alias resolves it in the default database.
+      m_dst->execute("USE " + sql::ident(m_cfg.destination.database));
+    }
     connect_marks(tag);
     connect_reads(tag);
   }

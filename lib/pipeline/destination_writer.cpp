@@ -314,6 +314,12 @@ void DestinationWriter::unique_key_clash(const Batch& batch, size_t t, const std
       m_ctx.dst.execute("ROLLBACK TO SAVEPOINT goarchive_clash");
     } catch (const db::DbError& e) {
       if (!e.duplicate_key()) throw;
+      if (m_ctx.restores()) {
+        throw RootStays(fmt::format("the row {} holds a value of a unique key that a source row holds already ({}); "
+                                    "goarchive never overwrites a source row",
+                                    name_row(m, tb.rows, r), e.what()),
+                        tb.root[r]);
+      }
       throw RootStays(fmt::format("the row {} holds a value of a unique key that another archived row holds ({}); "
                                   "make that key a plain index on the archive (goarchive schema does)",
                                   name_row(m, tb.rows, r), e.what()),

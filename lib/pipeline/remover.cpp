@@ -141,10 +141,12 @@ void Remover::judge(Batch& batch, const Batch& now, const std::vector<bool>& mat
   if (m_ctx.mode == Mode::archive || m_ctx.restores()) {
     for (size_t t = 0; t < m_ctx.tables.size(); ++t) compare_table(batch, now, t);
   }
+  // restore: the copy into the source has committed, so the rows are back whatever `where` or a parent in the
+  // archive says now (both were decided before the copy); only an archived row that changed since it was read
+  // keeps its root's copy, which may then be the only one of its version.
+  if (m_ctx.restores()) return;
   const TableRows& roots = now.tables[0];
-  // A restore batch recovered after its copy committed is back in the source whatever `where` says now.
-  const bool where_applies = !(m_ctx.restores() && batch.recovery);
-  for (size_t r = 0; r < roots.size() && where_applies; ++r) {
+  for (size_t r = 0; r < roots.size(); ++r) {
     if (roots.root[r] >= 0 && !matches[r]) {
       batch.leave(static_cast<size_t>(roots.root[r]), RootFate::withdrawn,
                   name_row(m_ctx.root(), roots.rows, r) + " no longer matches `where`");
