@@ -247,6 +247,8 @@ def closing_table():
              f"{s['restore_blocked']} / {s['restore_keep_conflicts']}"),
             ("  restore: unrestored (failures) / rows a --keep-archive rerun restored again",
              f"{s['unrestored']} / {s['resurrected']}"),
+            ("  restore: archive refused after a killed restore / restore after a killed archive",
+             f"{s['refused_archive_after_restore']} / {s['refused_restore_after_archive']}"),
             ("  rounds with a fault beyond SIGKILL", s["rounds_fault"]),
             ("application writes committed", s["writes"]),
             ("  skipped (row or parent gone) / failed (errors)", f"{s['skipped']} / {s['app_errors']}"),
@@ -706,11 +708,15 @@ class Chaos(unittest.TestCase):
                               allowed, log, first_conflict, extra={"fault": p["fault"]} if p["fault"] else None)
 
     # -- restore rounds -----------------------------------------------------------------------------------------
-    def killing_runs(self, sc, mode, cfg, rng, log, fired, seconds, extra=()):
+    def killing_runs(self, sc, schema, mode, cfg, rng, log, fired, seconds, extra=(), other=None, refresh=None):
         """MODE runs while the application writes, for about SECONDS: the first one SIGKILLed at the fault point of
         MODE that killed least so far (which it must reach), then kills at random fault points (restore: at a
         recovery point, which must kill, half of the times a killed run left a batch unfinished), kills after a
-        random delay, and runs left alone. Returns (SIGKILLs, failures)."""
+        random delay, and runs left alone. OTHER = (mode, extra args): after a kill that left a batch unfinished,
+        half of the times that other direction runs and must be refused (exit 1, "job j has unfinished MODE work",
+        "run `goarchive MODE -j j` first") having changed nothing on the archive side. REFRESH: called after a run
+        that ended rc 0, returns the extra arguments of the next runs (restore: a new --where when the last one has
+        nothing left to restore) or None to keep them. Returns (SIGKILLs, failures)."""
         kills, failures = 0, []
         durations = [0.5]
         end = time.monotonic() + seconds
@@ -748,16 +754,42 @@ class Chaos(unittest.TestCase):
                 STATS[f"kills_{mode}"] += 1
                 if env:
                     fired[env["GOARCHIVE_FAULT"].split(":")[0]] += 1
+                if other and rng.random() < 0.5 and unfinished_of(sc.job_schema, "j") > 0:
+                    failures += self.refused_other(sc, schema, mode, cfg, other, log)
             elif rc == 4:
                 STATS["rc4"] += 1
                 time.sleep(0.5)
             elif rc == 0:
                 durations.append(time.monotonic() - t1)
+                extra = (refresh and refresh()) or extra
             else:
                 STATS["rc1"] += 1
                 if len(RC1) < 5:
                     RC1.append(f"{mode}: {tail(err, 1)[:300]}")
         return kills, failures
+
+    def refused_other(self, sc, schema, mode, cfg, other, log):
+        """A killed MODE run left a batch unfinished: the other direction (OTHER = (mode, extra args)) must be
+        refused (exit 1, naming the command that finishes it; rc 4 while the killed run's locks are released: tried
+        again) and change nothing on the archive side (tables and batches). Returns failures."""
+        other_mode, other_extra = other
+        texts = ["job j has unfinished " + mode + " work", f"run `goarchive {mode} -j j` first"]
+        deadline = time.monotonic() + 30
+        while True:
+            before = destination_state(schema, sc.dst_db, sc.job_schema)
+            rc, out, err = self.goarchive(sc, other_mode, cfg, extra=other_extra)
+            after = destination_state(schema, sc.dst_db, sc.job_schema)
+            if rc != 4 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        log.append(f"{other_mode} after the killed {mode} left a batch unfinished: rc={rc}\n    {tail(err, 1)}")
+        if rc != 1 or not all(t in err for t in texts):
+            return [f"{other_mode} after a killed {mode} left a batch unfinished ended rc={rc}, expected 1 and "
+                    f"{texts}:\n{tail(err, 3)}"]
+        if after != before:
+            return [f"the refused {other_mode} changed the archive side:\n  before {before}\n  after  {after}"]
+        STATS[f"refused_{other_mode}_after_{mode}"] += 1
+        return []
 
     def restore_where(self, sc, schema, rng):
         """A random `--where` over the archived roots that matches at least one of them (else 1=1); and how many it
@@ -806,7 +838,7 @@ class Chaos(unittest.TestCase):
         app.start()
         try:
             # 1. archive under load, killed, then finished
-            n, f = self.killing_runs(sc, "archive", cfg, rng, log, fired, SECONDS * 0.15)
+            n, f = self.killing_runs(sc, schema, "archive", cfg, rng, log, fired, SECONDS * 0.15)
             kills["archive"] += n
             failures += f
             rc, out, err = self.clean_run(sc, "archive", cfg, log, what="archive phase:")
@@ -817,10 +849,26 @@ class Chaos(unittest.TestCase):
             extra = ("--where", where) + (("--keep-archive",) if keep else ())
             log.append(f"restore --where \"{where}\"{' --keep-archive' if keep else ''}: {matched} archived root(s) "
                        "match")
+            wheres = [where]
+
+            def refresh():
+                """Without --keep-archive: once the last `where` has nothing left, another over what the archive
+                holds (a restore in slices; each slice is checked after the phase)."""
+                nonlocal matched
+                if keep or int(sc.dst(f"SELECT COUNT(*) FROM r WHERE {wheres[-1]}")[0][0]) or \
+                        not int(sc.dst("SELECT COUNT(*) FROM r")[0][0]):
+                    return None
+                w, n = self.restore_where(sc, schema, rng)
+                wheres.append(w)
+                matched += n
+                log.append(f"restore --where \"{w}\": {n} archived root(s) match")
+                return ("--where", w)
             archive_before = {t: gatest.checksum_table("destination", sc.dst_db, t) for t in schema.TABLES}
             if keep:
                 kept = {t: chaoskit.table_rows(schema, "destination", sc.dst_db, t) for t in schema.TABLES}
-            n, f = self.killing_runs(sc, "restore", cfg, rng, log, fired, SECONDS * 0.5, extra=extra)
+            n, f = self.killing_runs(sc, schema, "restore", cfg, rng, log, fired, SECONDS * 0.5, extra=extra,
+                                     other=("archive", ()), refresh=refresh)
+            extra = ("--where", wheres[-1]) + (("--keep-archive",) if keep else ())
             kills["restore"] += n
             failures += f
             rc, out, err = self.clean_run(sc, "restore", final_cfg, log, what="restore phase:", extra=extra)
@@ -830,7 +878,7 @@ class Chaos(unittest.TestCase):
             # the restore's invariant, no application write in flight
             app.hold()
             try:
-                left = int(sc.dst(f"SELECT COUNT(*) FROM r WHERE {where}")[0][0])
+                left = sum(int(sc.dst(f"SELECT COUNT(*) FROM r WHERE {w}")[0][0]) for w in wheres)
                 STATS["restored_roots"] += matched - left if not keep else matched
                 if keep:
                     resurrected = self.adopt_restored(schema, model, sc, kept)
@@ -848,8 +896,8 @@ class Chaos(unittest.TestCase):
                             bad["unrestored"].append(f"r {key}: matches the restore's where, not in the source "
                                                      "after the clean --keep-archive run")
                 elif left and not schema.diamond:
-                    bad["unrestored"].append(f"{left} archived root(s) still match the restore's where after its "
-                                             "clean run")
+                    bad["unrestored"].append(f"{left} archived root(s) still match a restore's where ({wheres}) "
+                                             "after the clean runs")
                 elif left:
                     STATS["restore_blocked"] += left  # diamonds: held by another parent that stays archived
                 for k, v in chaoskit.check_restore(schema, model, sc.src_db, sc.dst_db, kept).items():
@@ -861,7 +909,8 @@ class Chaos(unittest.TestCase):
             finally:
                 app.resume()
             # 3. archive again under load, killed; the application stops; the final clean run
-            n, f = self.killing_runs(sc, "archive", cfg, rng, log, fired, SECONDS * 0.35)
+            n, f = self.killing_runs(sc, schema, "archive", cfg, rng, log, fired, SECONDS * 0.35,
+                                     other=("restore", extra))
             kills["archive"] += n
             failures += f
         finally:
@@ -904,7 +953,7 @@ class Chaos(unittest.TestCase):
         STATS["rounds_restore_keep"] += keep
         STATS["rounds_single"] += schema.tables == 1
         return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, sum(kills.values()), fired, failures,
-                              bad, allowed, log, [], extra={"restore_where": where, "matched": matched,
+                              bad, allowed, log, [], extra={"restore_where": wheres, "matched": matched,
                                                             "kills_by_direction": dict(kills)})
 
     def adopt_restored(self, schema, model, sc, kept):
