@@ -46,7 +46,8 @@ print(f"chaos.sh: held parents (the copy-only sweep keeping a row the source sti
 print(f"chaos.sh: restore rounds {g('rounds_restore')} (--keep-archive {g('rounds_restore_keep')}): roots restored "
       f"{g('restored_roots')}, restore runs SIGKILLed {g('kills_restore')}, unrestored {g('unrestored')} (failures), "
       f"diamond roots blocked {g('restore_blocked')}, conflicts after --keep-archive {g('restore_keep_conflicts')}, "
-      f"rows a --keep-archive rerun restored again {g('resurrected')}")
+      f"rows a --keep-archive rerun after a kill restored again (known bug, test_restore_live.py) {g('resurrected')} in "
+      f"{g('rounds_resurrected')} rounds")
 print(f"chaos.sh: fault points that killed {len(d.get('points', {}))}: "
       + ", ".join(f"{p} {n}" for p, n in sorted(d.get("points", {}).items())))
 print(f"chaos.sh: shared-archive rounds {g('rounds_shared')}: refused another mode of a killed job "

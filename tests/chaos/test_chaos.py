@@ -60,8 +60,11 @@ in the source or deleted by the application since, a row in both only while the 
 held). Then archive runs are killed again, the application stops, and the final clean archive run is checked like
 an archive round (--keep-archive: the roots whose tree meets a row that is in both stay in the source, blocked or in
 conflict, and the archive's copies of those rows are allowed: "kept_archive"). A --keep-archive rerun restores again
-a root the application deleted after an earlier run had restored it (the user asked for the archived copy): the
-model learns those rows ("resurrected", counted). Restore rounds kill with SIGKILL only (no fault beyond it).
+a root the application deleted after the killed run had restored it: the application's delete undone by a crash,
+the known engine bug of tests/integration/test_restore_live.py ("resurrected": allowed and counted;
+CHAOS_RESTORE_STRICT=1 makes it a failure, to judge a fixed binary); the model learns those rows. So that only reruns
+after a kill restore again, a --keep-archive round's restore runs stop at the first that ends (rc 0 or 1). Restore
+rounds kill with SIGKILL only (no fault beyond it).
 
 FAULTS BEYOND SIGKILL (fault_run): a round that draws one runs goarchive once paused at a commit point of its mode
 (GOARCHIVE_PAUSE=<point>:1:<file>) while the application writes, injects the fault there and proves it happened,
@@ -94,6 +97,7 @@ CHAOS_SECONDS (seconds of load per round, default 6), CHAOS_KEEP=1 keeps a faile
 CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run,
 CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PROOF=1 runs without the commit proof,
 CHAOS_ALLOW_HELD_PARENT=1 allows (and reports) the fixed held-parent bug, for a binary from before its fix,
+CHAOS_RESTORE_STRICT=1 makes the known --keep-archive rerun bug ("resurrected", test_restore_live.py) a failure,
 CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind;
 tables=1 forces the single-table shape, tables=3 the three tables; shared=1 (or mode=shared) the shared-archive rounds;
 mode=restore the restore rounds, keep=1 with --keep-archive;
@@ -245,8 +249,8 @@ def closing_table():
             ("  roots restored / SIGKILLs of restore runs", f"{s['restored_roots']} / {s['kills_restore']}"),
             ("  restore: diamond roots blocked / roots in conflict after --keep-archive (allowed)",
              f"{s['restore_blocked']} / {s['restore_keep_conflicts']}"),
-            ("  restore: unrestored (failures) / rows a --keep-archive rerun restored again",
-             f"{s['unrestored']} / {s['resurrected']}"),
+            ("  restore: unrestored (failures) / rows a --keep-archive rerun after a kill restored again (rounds; "
+             "known bug)", f"{s['unrestored']} / {s['resurrected']} ({s['rounds_resurrected']})"),
             ("  restore: archive refused after a killed restore / restore after a killed archive",
              f"{s['refused_archive_after_restore']} / {s['refused_restore_after_archive']}"),
             ("  rounds with a fault beyond SIGKILL", s["rounds_fault"]),
@@ -718,7 +722,8 @@ class Chaos(unittest.TestCase):
                               allowed, log, first_conflict, extra={"fault": p["fault"]} if p["fault"] else None)
 
     # -- restore rounds -----------------------------------------------------------------------------------------
-    def killing_runs(self, sc, schema, mode, cfg, rng, log, fired, seconds, extra=(), other=None, refresh=None):
+    def killing_runs(self, sc, schema, mode, cfg, rng, log, fired, seconds, extra=(), other=None, refresh=None,
+                     until_done=False):
         """MODE runs while the application writes, for about SECONDS: the first one SIGKILLed at the fault point of
         MODE that killed least so far (which it must reach), then kills at random fault points (restore: at a
         recovery point, which must kill, half of the times a killed run left a batch unfinished), kills after a
@@ -726,8 +731,12 @@ class Chaos(unittest.TestCase):
         half of the times that other direction runs and must be refused (exit 1, "job j has unfinished MODE work",
         "run `goarchive MODE -j j` first") having changed nothing on the archive side. REFRESH: called after a run
         that ended rc 0, returns the extra arguments of the next runs (restore: a new --where when the last one has
-        nothing left to restore) or None to keep them. Returns (SIGKILLs, failures)."""
+        nothing left to restore) or None to keep them. UNTIL_DONE: the runs stop after the first that ends (rc 0
+        or 1): every later run is then a rerun after a kill (--keep-archive: a rerun of a finished run would restore
+        again what the application deleted since, which the user asked for). Returns (SIGKILLs, failures, whether
+        the last run ended rc 0 or 1)."""
         kills, failures = 0, []
+        done = False
         durations = [0.5]
         end = time.monotonic() + seconds
         first = True
@@ -776,7 +785,10 @@ class Chaos(unittest.TestCase):
                 STATS["rc1"] += 1
                 if len(RC1) < 5:
                     RC1.append(f"{mode}: {tail(err, 1)[:300]}")
-        return kills, failures
+            done = rc in (0, 1)
+            if done and until_done:
+                break
+        return kills, failures, done
 
     def refused_other(self, sc, schema, mode, cfg, other, log):
         """A killed MODE run left a batch unfinished: the other direction (OTHER = (mode, extra args)) must be
@@ -848,7 +860,7 @@ class Chaos(unittest.TestCase):
         app.start()
         try:
             # 1. archive under load, killed, then finished
-            n, f = self.killing_runs(sc, schema, "archive", cfg, rng, log, fired, SECONDS * 0.15)
+            n, f, _ = self.killing_runs(sc, schema, "archive", cfg, rng, log, fired, SECONDS * 0.15)
             kills["archive"] += n
             failures += f
             rc, out, err = self.clean_run(sc, "archive", cfg, log, what="archive phase:")
@@ -876,15 +888,16 @@ class Chaos(unittest.TestCase):
             archive_before = {t: gatest.checksum_table("destination", sc.dst_db, t) for t in schema.TABLES}
             if keep:
                 kept = {t: chaoskit.table_rows(schema, "destination", sc.dst_db, t) for t in schema.TABLES}
-            n, f = self.killing_runs(sc, schema, "restore", cfg, rng, log, fired, SECONDS * 0.5, extra=extra,
-                                     other=("archive", ()), refresh=refresh)
+            n, f, done = self.killing_runs(sc, schema, "restore", cfg, rng, log, fired, SECONDS * 0.5, extra=extra,
+                                           other=("archive", ()), refresh=refresh, until_done=keep)
             extra = ("--where", wheres[-1]) + (("--keep-archive",) if keep else ())
             kills["restore"] += n
             failures += f
-            rc, out, err = self.clean_run(sc, "restore", final_cfg, log, what="restore phase:", extra=extra)
-            taken = "in the source already, with other content"
-            if rc != 0 and not (keep and rc == 1 and taken in out + err):
-                failures.append(f"the clean restore run ended rc={rc}:\n{tail(err, 3)}")
+            if not (keep and done):  # --keep-archive: no rerun of a run that ended
+                rc, out, err = self.clean_run(sc, "restore", final_cfg, log, what="restore phase:", extra=extra)
+                taken = "in the source already, with other content"
+                if rc != 0 and not (keep and rc == 1 and taken in out + err):
+                    failures.append(f"the clean restore run ended rc={rc}:\n{tail(err, 3)}")
             # the restore's invariant, no application write in flight
             app.hold()
             try:
@@ -893,8 +906,10 @@ class Chaos(unittest.TestCase):
                 if keep:
                     resurrected = self.adopt_restored(schema, model, sc, kept)
                     if resurrected:
-                        log.append(f"--keep-archive rerun restored {len(resurrected)} row(s) the application had "
-                                   f"deleted after an earlier run restored them: {resurrected[:3]}")
+                        line = (f"--keep-archive reruns after a kill restored {len(resurrected)} row(s) the "
+                                f"application had deleted after the killed run restored them: {resurrected[:3]}")
+                        log.append(line)
+                        bad["resurrected"].append(line)
                     after = {t: gatest.checksum_table("destination", sc.dst_db, t) for t in schema.TABLES}
                     if after != archive_before:
                         bad["stale"].append(f"--keep-archive changed the archive: {archive_before} -> {after}")
@@ -921,8 +936,8 @@ class Chaos(unittest.TestCase):
             finally:
                 app.resume()
             # 3. archive again under load, killed; the application stops; the final clean run
-            n, f = self.killing_runs(sc, schema, "archive", cfg, rng, log, fired, SECONDS * 0.35,
-                                     other=("restore", extra))
+            n, f, _ = self.killing_runs(sc, schema, "archive", cfg, rng, log, fired, SECONDS * 0.35,
+                                        other=("restore", extra))
             kills["archive"] += n
             failures += f
         finally:
@@ -959,7 +974,9 @@ class Chaos(unittest.TestCase):
             bad[k] += v
         for k in CATEGORIES + ("conflicts", "kept", "blocked", "unarchived_diamond", "unrestored", "kept_archive"):
             STATS[k] += len(bad.get(k, []))
-        allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
+        ok = ALLOWED + (() if os.environ.get("CHAOS_RESTORE_STRICT") else ("resurrected",))
+        STATS["rounds_resurrected"] += bool(bad.get("resurrected"))
+        allowed = {k: bad.pop(k) for k in ok if k in bad}
         STATS["rounds"] += 1
         STATS["rounds_restore"] += 1
         STATS["rounds_restore_keep"] += keep
@@ -969,10 +986,11 @@ class Chaos(unittest.TestCase):
                                                             "kills_by_direction": dict(kills)})
 
     def adopt_restored(self, schema, model, sc, kept):
-        """--keep-archive: a rerun restores again every root its `where` matches, and a root the application deleted
-        (re-keyed) after an earlier run had restored it goes back in, as its archived copy: the user asked for that
-        copy. The model learns such rows (those in the source, unknown to the model, exactly their archived copy);
-        returns them."""
+        """--keep-archive: a rerun after a kill restores again every root its `where` matches, and a root the
+        application deleted (re-keyed) after the killed run had restored it goes back in, as its archived copy: the
+        application's committed delete undone by a crash (the known engine bug of test_restore_live.py, allowed and
+        counted unless CHAOS_RESTORE_STRICT=1). The model learns such rows (those in the source, unknown to the model,
+        exactly their archived copy), so that the rest of the round is judged; returns them."""
         out = []
         for t in schema.TABLES:
             for key, row in chaoskit.table_rows(schema, "source", sc.src_db, t).items():
