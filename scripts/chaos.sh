@@ -44,7 +44,7 @@ print(f"chaos.sh: held parents (the copy-only sweep keeping a row the source sti
       f"version; fixed in bf74b08, a failure unless CHAOS_ALLOW_HELD_PARENT=1): {g('held_parent')} in "
       f"{g('rounds_held_parent')} rounds, rows wedged {g('wedged')}")
 print(f"chaos.sh: restore rounds {g('rounds_restore')} (--keep-archive {g('rounds_restore_keep')}): roots restored "
-      f"{g('restored_roots')}, restore runs SIGKILLed {g('kills_restore')}, unrestored {g('unrestored')} (failures), "
+      f"{g('restored_roots')} (written by the application after {g('restored_written')}), restore runs SIGKILLed {g('kills_restore')}, unrestored {g('unrestored')} (failures), "
       f"diamond roots blocked {g('restore_blocked')}, conflicts after --keep-archive {g('restore_keep_conflicts')}, "
       f"rows a --keep-archive rerun after a kill restored again (known bug, test_restore_live.py) {g('resurrected')} in "
       f"{g('rounds_resurrected')} rounds")

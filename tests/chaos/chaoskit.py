@@ -213,6 +213,7 @@ class Model:
         self.rows = {t: {} for t in schema.TABLES}
         self.deleted = {t: set() for t in schema.TABLES}
         self.touched_roots = set()  # root keys (any version) an application write touched, incl. its tree
+        self.touches = collections.Counter()  # root key -> application writes that touched it (restore rounds)
         self.lock = threading.Lock()
         self.next = {t: 1 for t in schema.TABLES}
         self.writes = collections.Counter()
@@ -423,6 +424,7 @@ class App:
             m.deleted[t].add(key)
             m.last[(t, key)] = op
         m.touched_roots.update(roots)
+        m.touches.update(roots)
         m.writes[op] += 1
 
     # helpers inside the open transaction ------------------------------------------------------------------------

@@ -246,7 +246,8 @@ def closing_table():
             ("  single-table rounds", s["rounds_single"]),
             ("  shared-archive rounds", s["rounds_shared"]),
             ("  restore rounds (--keep-archive)", f"{s['rounds_restore']} ({s['rounds_restore_keep']})"),
-            ("  roots restored / SIGKILLs of restore runs", f"{s['restored_roots']} / {s['kills_restore']}"),
+            ("  roots restored / of them written by the application after / SIGKILLs of restore runs",
+             f"{s['restored_roots']} / {s['restored_written']} / {s['kills_restore']}"),
             ("  restore: diamond roots blocked / roots in conflict after --keep-archive (allowed)",
              f"{s['restore_blocked']} / {s['restore_keep_conflicts']}"),
             ("  restore: unrestored (failures) / rows a --keep-archive rerun after a kill restored again (rounds; "
@@ -857,6 +858,7 @@ class Chaos(unittest.TestCase):
         fired = collections.Counter()
         bad = collections.defaultdict(list)
         kept, where, matched, conflicts = None, "", 0, set()
+        restored, touches_before = set(), collections.Counter()
         app.start()
         try:
             # 1. archive under load, killed, then finished
@@ -886,6 +888,9 @@ class Chaos(unittest.TestCase):
                 log.append(f"restore --where \"{w}\": {n} archived root(s) match")
                 return ("--where", w)
             archive_before = {t: gatest.checksum_table("destination", sc.dst_db, t) for t in schema.TABLES}
+            archived_roots = set(chaoskit.table_rows(schema, "destination", sc.dst_db, "r"))
+            with model.lock:
+                touches_before = collections.Counter(model.touches)
             if keep:
                 kept = {t: chaoskit.table_rows(schema, "destination", sc.dst_db, t) for t in schema.TABLES}
             n, f, done = self.killing_runs(sc, schema, "restore", cfg, rng, log, fired, SECONDS * 0.5, extra=extra,
@@ -935,6 +940,8 @@ class Chaos(unittest.TestCase):
                             for t in schema.TABLES}
             finally:
                 app.resume()
+            with model.lock:  # the roots that went back (in the source now) and were archived before the restore
+                restored = archived_roots & set(chaoskit.table_rows(schema, "source", sc.src_db, "r"))
             # 3. archive again under load, killed; the application stops; the final clean run
             n, f, _ = self.killing_runs(sc, schema, "archive", cfg, rng, log, fired, SECONDS * 0.35,
                                         other=("restore", extra))
@@ -954,6 +961,12 @@ class Chaos(unittest.TestCase):
                             f" expected; errors: {dict(app.errors)})")
         if app_errors >= max(writes, 1):
             failures.append(f"{app_errors} application writes failed and only {writes} committed: {dict(app.errors)}")
+        # The application wrote to restored roots (their rows, children added or moved, re-keyed) after they were
+        # back: writes to a root while it was archived skip (their row or parent is not in the source).
+        written = sum(1 for r in restored if model.touches[r] > touches_before[r])
+        STATS["restored_written"] += written
+        if restored and not written:
+            failures.append(f"the application wrote to none of the {len(restored)} restored roots")
         if kills["archive"] < 2 or kills["restore"] < 1:
             failures.append(f"SIGKILLs {dict(kills)}: at least one in each archive phase and one in the restore")
 
