@@ -68,6 +68,13 @@ class ControlTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         return reply
 
+    def first_batch(self, cfg):
+        """The status once the run answers (the socket file exists a moment before it listens) and has a batch."""
+        def answered():
+            rc, reply, _ = self.ctl(cfg, "status")
+            return reply if rc == 0 and reply["batches"] >= 1 else None
+        return wait_until("a first batch in the status", answered)
+
     def start(self, cfg, env=None):
         """The archive run in the background, its stderr in a file (a pipe nobody reads could fill and block it)."""
         self.log_path = os.path.join(self.sc.tmp, "run.log")
@@ -107,8 +114,7 @@ class ControlTest(unittest.TestCase):
         self.assertEqual(mode & 0o777, 0o600, "the socket must be mode 0600")
 
         # status: the progress as JSON, naming the job. A socket that answered something else (or another job) fails.
-        st = wait_until("a first batch in the status", lambda: (lambda s: s if s["batches"] >= 1 else None)(
-            self.status(cfg)))
+        st = self.first_batch(cfg)
         self.assertEqual((st["ok"], st["job"], st["command"], st["state"]), (True, "j", "archive", "running"))
         self.assertEqual((st["batch_size"], st["sleep"]), (5, 0.3))
         self.assertEqual(set(st["rows"]), {"p", "c"})
@@ -210,7 +216,7 @@ class ControlTest(unittest.TestCase):
                                     stdout=subprocess.DEVNULL, stderr=log)
             self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
             wait_until("the first job's socket", lambda: os.path.exists(self.socket))
-            wait_until("a first batch", lambda: self.status(cfg)["batches"] >= 1)
+            self.first_batch(cfg)
             self.assertEqual(self.ctl(cfg, "pause")[0], 0)
             wait_until("the pause", lambda: self.status(cfg)["state"] == "paused")
             rc, reply, err = self.ctl(cfg, "stop")
