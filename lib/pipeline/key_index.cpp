@@ -44,6 +44,11 @@ std::optional<PlannedScan> scan_in_plan(db::Connection& conn, const std::string&
   return std::nullopt;
 }
 
+bool holds_at_least(db::Connection& conn, const std::string& table, unsigned long rows) {
+  auto n = conn.scalar(fmt::format("SELECT COUNT(*) FROM (SELECT 1 FROM {} LIMIT {}) AS n", table, rows));
+  return n && std::strtoul(n->c_str(), nullptr, 10) >= rows;
+}
+
 std::string pick_index(const std::vector<IndexColumns>& indexes, const std::vector<std::string>& columns) {
   if (columns.empty()) return "";
   const std::vector<std::string> want = lowered(columns);

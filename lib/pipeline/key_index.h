@@ -30,6 +30,9 @@ struct PlannedScan {
 // EXPLAINs `statement` on `conn`: the first table it would read whole; nullopt when every table is read
 // through an index (a derived table of literal keys is not a table of the database and is skipped).
 std::optional<PlannedScan> scan_in_plan(db::Connection& conn, const std::string& statement);
+// Whether `table` (`db`.`t`) holds at least `rows` rows, counted (a plain read of at most `rows` index entries):
+// the truth where the statistics may lie.
+bool holds_at_least(db::Connection& conn, const std::string& table, unsigned long rows);
 
 // One index of a table: its name and its columns in index order.
 struct IndexColumns {

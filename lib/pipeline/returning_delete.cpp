@@ -14,8 +14,8 @@
 namespace goarchive::pipeline {
 
 namespace {
-// A table the optimizer believes this large is never scanned for a batch's keys: the plan is taken as a misplan.
-constexpr double k_large_table_rows = 10000;
+// A table this large is never scanned for a batch's keys: such a plan is taken as a misplan.
+constexpr unsigned long k_large_table_rows = 10000;
 }  // namespace
 
 namespace {
@@ -146,17 +146,17 @@ bool ReturningDelete::delete_table(Batch& batch, size_t t, std::string& why) con
   for (const auto& cond : conditions(batch, t, t == 0)) {
     const std::string statement = fmt::format("DELETE FROM {} WHERE {} RETURNING {}", m.source_name, cond, m.select_list);
     // A single-table DELETE takes no index hint and has no join form: its plan is the optimizer's, from the
-    // table's statistics. Where they lag (the optimizer believes the table holds fewer rows than this batch
-    // deletes from it) or the table is large, and it would scan the table (locking, and waiting for, every row),
-    // every batch of the run goes by the locked re-read and the delete through the key's index instead. A small
-    // table whose statistics are right is scanned as the optimizer chose. A key range (`BETWEEN .. ORDER BY ..
+    // table's statistics. Where it would scan a table that holds k_large_table_rows rows or more (counted: the
+    // statistics may say far fewer), locking and waiting for every row, every batch of the run goes by the
+    // locked re-read and the delete through the key's index instead. A small table is scanned as the optimizer
+    // chose. A key range (`BETWEEN .. ORDER BY ..
     // LIMIT n`) is one range, which MariaDB 10.11 estimates at no more than half the rows it believes the table
     // holds and so keeps (measured on statistics of 61 rows: type range), and is not EXPLAINed.
     if (m_plan_checked.size() != m_ctx.tables.size()) m_plan_checked.assign(m_ctx.tables.size(), 0);
     if (!m_plan_checked[t] && cond.find(" ORDER BY ") == std::string::npos) {
       m_plan_checked[t] = 1;
       auto scan = scan_in_plan(m_ctx.src, statement);
-      if (scan && (scan->rows < static_cast<double>(copied.size()) || scan->rows >= k_large_table_rows)) {
+      if (scan && holds_at_least(m_ctx.src, m.source_name, k_large_table_rows)) {
         m_scans = true;
         spdlog::info("the source's statistics of {} would have DELETE ... RETURNING read {} (EXPLAIN); every batch "
                      "is deleted through the key's index after a locked re-read",
