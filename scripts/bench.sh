@@ -12,7 +12,10 @@
 # once per table child-first), 3 the floor (one streamed export, LOAD DATA LOCAL, DELETE in 50,000-id chunks) for
 # the single table and both trees, 4 scaling (goarchive at N and 4N: wall time and peak RSS), 5 the employees tree
 # (composite child keys with DATE columns; pt-archiver per table child-first, children selected by a subquery on
-# employees), 6 a CHAR(36) UUID primary key, 7 a composite (tenant_id, id) root key. Each tool/dataset pair runs
+# employees), 6 a CHAR(36) UUID primary key, 7 a composite (tenant_id, id) root key, 8 a composite (id, DATE) key
+# into an empty archive table, 9 the same rows into an archive that already holds 10 times as many (the time per
+# row must not grow with the archive: issue 34), 10 purge of a log table (AUTO_INCREMENT key, DATETIME `where`)
+# against pt-archiver --purge --bulk-delete. Each tool/dataset pair runs
 # BENCH_REPEAT times, alternating, on fresh identical data; the table shows medians and the min-max spread, and for
 # goarchive the median seconds per phase (from the run summary in the registry's runs.summary). Every row also
 # shows the machine's busy CPU seconds during the run (/proc/stat: both servers, the tool, the kernel), and the
@@ -25,11 +28,12 @@
 # Environment:
 #   BENCH_DIR=/tmp/goarchive-bench   server data, configs, logs (wiped at start, and at the end unless BENCH_KEEP=1)
 #   BENCH_SOURCE_PORT=24306 BENCH_REPLICA_PORT=24307 BENCH_DEST_PORT=24308
-#   BENCH_EVENTS, BENCH_ORDERS, BENCH_EMPLOYEES, BENCH_KEY_ROWS, BENCH_SCALE_N   sizes (defaults by mode)
+#   BENCH_EVENTS, BENCH_ORDERS, BENCH_EMPLOYEES, BENCH_KEY_ROWS, BENCH_SCALE_N, BENCH_DATED, BENCH_LOGS
+#                                    sizes (defaults by mode; scenario 9's archive holds 10 x BENCH_DATED / 2)
 #   BENCH_REPEAT=3                   runs of every tool/dataset pair (pt-archiver plain runs once)
 #   BENCH_TIMEOUT=seconds            per run (default 3600, quick 300)
 #   BENCH_KEEP=1                     leave the servers running and their data in place
-#   BENCH_ONLY="2 6"                 run only these scenarios (1, 2, 4, 5, 6, 7 above; 3, the floors, runs with
+#   BENCH_ONLY="2 6"                 run only these scenarios (1, 2, 4 to 10 above; 3, the floors, runs with
 #                                    1, 2 and 5); targets of scenarios not run print SKIP
 #   BENCH_BIN=path                   measure this goarchive binary instead of building build-release (A/B runs)
 set -euo pipefail
@@ -54,17 +58,19 @@ done
 if ((QUICK)); then
   N_EVENTS=${BENCH_EVENTS:-20000} N_ORDERS=${BENCH_ORDERS:-4000} N_SCALE=${BENCH_SCALE_N:-5000}
   N_EMPLOYEES=${BENCH_EMPLOYEES:-2000} N_KEY_ROWS=${BENCH_KEY_ROWS:-10000}
+  N_DATED=${BENCH_DATED:-20000} N_LOGS=${BENCH_LOGS:-20000}
   RUN_TIMEOUT=${BENCH_TIMEOUT:-300}
 else
   N_EVENTS=${BENCH_EVENTS:-1000000} N_ORDERS=${BENCH_ORDERS:-200000} N_SCALE=${BENCH_SCALE_N:-250000}
   N_EMPLOYEES=${BENCH_EMPLOYEES:-100000} N_KEY_ROWS=${BENCH_KEY_ROWS:-500000}
+  N_DATED=${BENCH_DATED:-240000} N_LOGS=${BENCH_LOGS:-344000}
   RUN_TIMEOUT=${BENCH_TIMEOUT:-3600}
 fi
 REPEAT=${BENCH_REPEAT:-3}
 ONLY=${BENCH_ONLY:-}
 for n in $ONLY; do
-  [[ $n =~ ^[124567]$ ]] || {
-    echo "bench.sh: BENCH_ONLY takes scenario numbers 1, 2, 4, 5, 6 and 7 (e.g. BENCH_ONLY=\"2 6\"; the floors, 3, run with 1, 2 and 5), not $n" >&2
+  [[ $n =~ ^([124-9]|10)$ ]] || {
+    echo "bench.sh: BENCH_ONLY takes scenario numbers 1, 2 and 4 to 10 (e.g. BENCH_ONLY=\"2 6\"; the floors, 3, run with 1, 2 and 5), not $n" >&2
     exit 2
   }
 done
@@ -80,7 +86,7 @@ want() {
   return 1
 }
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_REPEAT must be a positive integer" >&2; exit 2; }
-readonly QUICK N_EVENTS N_ORDERS N_EMPLOYEES N_KEY_ROWS N_SCALE RUN_TIMEOUT REPEAT
+readonly QUICK N_EVENTS N_ORDERS N_EMPLOYEES N_KEY_ROWS N_SCALE N_DATED N_LOGS RUN_TIMEOUT REPEAT
 readonly CHUNK=50000 # ids per DELETE statement of the floor
 readonly BATCH=1000  # goarchive batch_size, pt-archiver --limit
 
@@ -279,6 +285,26 @@ make_keys() {
   done
 }
 
+# The composite (id, DATE) key table: dataset dated (an empty archive) and dated10 (the same rows into an archive
+# that already holds PREFILL[dated10] older rows, generated on the destination at every reset).
+declare -A PREFILL
+make_dated() {
+  local ds
+  log "generating $N_DATED dated events"
+  {
+    echo "SET SESSION sql_log_bin = 0; USE bench_pristine; SET @rows = $N_DATED;"
+    cat bench/dated_schema.sql bench/dated_data.sql
+    echo "ANALYZE TABLE dated_events;"
+  } | sq source >/dev/null
+  for ds in dated dated10; do
+    MID[$ds]=$(sq source -e "SELECT created FROM bench_pristine.dated_events WHERE id = $((N_DATED / 2 + 1))")
+    TABLES[$ds]=dated_events SCHEMA[$ds]=bench/dated_schema.sql
+    JOIN[$ds.dated_events]="" COND[$ds.dated_events]="t.created < '${MID[$ds]}'"
+    expectations "$ds"
+  done
+  PREFILL[dated10]=$((10 * ARCH_ROWS[dated10]))
+}
+
 pristine_table() { case $1 in events_*) echo "$1" ;; *) echo "$2" ;; esac; }
 join_for() { local j=${JOIN[$1.$2]}; echo "${j//@DB@/$3}"; }
 
@@ -319,7 +345,7 @@ expectations() {
 
 # Fresh working copies: the source tables from the pristine data, empty destination tables, no registry.
 readonly ALL_TABLES="shipment_items, shipments, payments, order_items, orders, events, salaries, titles, dept_emp,
-  dept_manager, employees, departments, uuid_items, tenant_items"
+  dept_manager, employees, departments, uuid_items, tenant_items, dated_events"
 reset_dataset() {
   local ds=$1 t schema=${SCHEMA[$1]:-}
   case $ds in shop) schema=bench/shop_schema.sql ;; events_*) schema=bench/events.sql ;; esac
@@ -339,6 +365,10 @@ reset_dataset() {
     echo "SET SESSION sql_log_bin = 0; USE bench_archive;"
     echo "DROP TABLE IF EXISTS $ALL_TABLES;"
     cat "$schema"
+    if [ -n "${PREFILL[$ds]:-}" ]; then
+      echo "SET @prefill = ${PREFILL[$ds]};"
+      cat bench/dated_prefill.sql
+    fi
     echo "DROP DATABASE IF EXISTS goarchive_bench;"
   } | sq destination >/dev/null
   settle
@@ -366,14 +396,26 @@ settle() {
 
 # Compares every table of DS on both sides with the pristine data: the destination holds exactly the
 # archived rows, the source exactly the rest.
+# A purge run (PURGING=1) leaves the destination empty; a prefilled archive (PREFILL) keeps its older rows, which
+# are counted apart (ids from 1,000,000,000).
 verify() {
-  local ds=$1 label=$2 t src dst ok=0
+  local ds=$1 label=$2 t src dst ok=0 want old="" kept
   for t in ${TABLES[$ds]}; do
+    want=${EXP_ARCH[$ds.$t]}
+    ((!${PURGING:-0})) || want="0 0"
+    [ -z "${PREFILL[$ds]:-}" ] || old="WHERE t.id < 1000000000"
     src=$(sq source -e "SELECT COUNT(*), IFNULL(SUM(${HASH[$ds.$t]}), 0) FROM bench.\`$t\` t" | tr '\t' ' ')
-    dst=$(sq destination -e "SELECT COUNT(*), IFNULL(SUM(${HASH[$ds.$t]}), 0) FROM bench_archive.\`$t\` t" | tr '\t' ' ')
-    if [ "$dst" != "${EXP_ARCH[$ds.$t]}" ]; then
-      log "VERIFY FAILED ($label) destination $t: count checksum = $dst, expected ${EXP_ARCH[$ds.$t]}"
+    dst=$(sq destination -e "SELECT COUNT(*), IFNULL(SUM(${HASH[$ds.$t]}), 0) FROM bench_archive.\`$t\` t $old" | tr '\t' ' ')
+    if [ "$dst" != "$want" ]; then
+      log "VERIFY FAILED ($label) destination $t: count checksum = $dst, expected $want"
       ok=1
+    fi
+    if [ -n "${PREFILL[$ds]:-}" ]; then
+      kept=$(sq destination -e "SELECT COUNT(*) FROM bench_archive.\`$t\` WHERE id >= 1000000000")
+      if [ "$kept" != "${PREFILL[$ds]}" ]; then
+        log "VERIFY FAILED ($label) destination $t: $kept older rows, expected ${PREFILL[$ds]}"
+        ok=1
+      fi
     fi
     if [ "$src" != "${EXP_REST[$ds.$t]}" ]; then
       log "VERIFY FAILED ($label) source $t: count checksum = $src, expected ${EXP_REST[$ds.$t]}"
@@ -451,15 +493,16 @@ stat_of() { # which values
     else if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# goarchive archive on DS with its config template; peak RSS from /usr/bin/time -v.
+# goarchive COMMAND (default archive) on DS with its config template; peak RSS from /usr/bin/time -v.
 run_goarchive() {
-  local key=$1 scenario=$2 tool=$3 ds=$4 template=$5 job=$6 cfg="$WORK/$1.toml" logf="$WORK/$1.log" t0 t1 b0 b1 rc=0 rss
+  local key=$1 scenario=$2 tool=$3 ds=$4 template=$5 job=$6 command=${7:-archive} cfg="$WORK/$1.toml" logf="$WORK/$1.log"
+  local t0 t1 b0 b1 rc=0 rss
   sed -e "s/@SOURCE_PORT@/$GA_SOURCE_PORT/; s/@DEST_PORT@/$GA_DEST_PORT/" \
     -e "s/@WHERE@/${COND[$ds.$(first_table "$ds")]#t.}/" "bench/$template" >"$cfg"
   reset_dataset "$ds"
   log "run: $scenario: $tool"
   t0=$(now) b0=$(cpu_mark)
-  timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/$key.time" "$BIN" archive -c "$cfg" -j "$job" --no-progress \
+  timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/$key.time" "$BIN" "$command" -c "$cfg" -j "$job" --no-progress \
     >"$logf" 2>&1 || rc=$?
   t1=$(now) b1=$(cpu_mark)
   rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$WORK/$key.time" 2>/dev/null || true)
@@ -489,9 +532,13 @@ pt_archiver() {
   else
     where="order_id IN (SELECT o.id FROM bench.orders o WHERE ${COND[$ds.$t]})"
   fi
-  local args=(--source "$(dsn source bench "$t")" --dest "$(dsn destination bench_archive "$t")" --where "$where"
+  local args=(--source "$(dsn source bench "$t")" --where "$where"
     --limit "$BATCH" --commit-each --charset utf8 --no-check-charset --no-safe-auto-increment --why-quit)
-  [ "$mode" = fast ] && args+=(--bulk-insert --bulk-delete)
+  case $mode in
+    fast) args+=(--dest "$(dsn destination bench_archive "$t")" --bulk-insert --bulk-delete) ;;
+    purge) args+=(--purge --bulk-delete) ;; # pt-archiver's most common use: purging logs
+    *) args+=(--dest "$(dsn destination bench_archive "$t")") ;;
+  esac
   echo "+ pt-archiver ${args[*]//p=$GA_PASSWORD/p=...}"
   # Exits non-zero only on errors; a table left unfinished is caught by the verification.
   timeout "$RUN_TIMEOUT" pt-archiver "${args[@]}"
@@ -562,15 +609,19 @@ EV=events_$N_EVENTS
 ! want 2 || make_shop
 ! want 5 || make_employees
 { ! want 6 && ! want 7; } || make_keys
+{ ! want 8 && ! want 9; } || make_dated
+LG=events_$N_LOGS
+! want 10 || make_events "$N_LOGS"
 if want 4; then
   make_events "$N_SCALE"
   make_events "$((4 * N_SCALE))"
 fi
 S1="1 single table" S2="2 FK tree (5 tables)" S5="5 employees tree (5)" S6="6 UUID CHAR(36) key" S7="7 composite root key"
+S8="8 (id, DATE) key, empty" S9="9 (id, DATE), archive 10N" S10="10 purge log table"
 GA="goarchive archive (sha256)"
 # The result a pt-archiver or floor row is compared with.
 declare -A GA_FOR=([pt1fast]=ga1 [pt1plain]=ga1 [floor1]=ga1 [pt2]=ga2 [floor2]=ga2 [pt5]=ga5 [floor5]=ga5
-  [pt6]=ga6 [pt7]=ga7)
+  [pt6]=ga6 [pt7]=ga7 [pt8]=ga8 [pt9]=ga9 [pt10]=ga10)
 for ((rep = 1; rep <= REPEAT; rep++)); do
   log "== round $rep of $REPEAT"
   if want 1; then
@@ -596,6 +647,20 @@ for ((rep = 1; rep <= REPEAT; rep++)); do
   if want 7; then
     run_goarchive ga7 "$S7" "$GA" tenant tenant_items.toml bench_tenant_items
     run_pt pt7 "$S7" "pt-archiver fastest (bulk)" tenant fast
+  fi
+  if want 8; then
+    run_goarchive ga8 "$S8" "$GA" dated dated_events.toml bench_dated_events
+    run_pt pt8 "$S8" "pt-archiver fastest (bulk)" dated fast
+  fi
+  if want 9; then
+    run_goarchive ga9 "$S9" "$GA" dated10 dated_events.toml bench_dated_events
+    run_pt pt9 "$S9" "pt-archiver fastest (bulk)" dated10 fast
+  fi
+  if want 10; then
+    PURGING=1
+    run_goarchive ga10 "$S10" "goarchive purge" "$LG" events.toml bench_events purge
+    run_pt pt10 "$S10" "pt-archiver --purge --bulk-delete" "$LG" purge
+    PURGING=0
   fi
   if want 4; then
     run_goarchive scaleN "4 scaling N=$N_SCALE" "$GA" "events_$N_SCALE" events.toml bench_events
@@ -681,6 +746,11 @@ check "employees tree: goarchive speed / pt-archiver per-table bulk" "$(ratio "$
 check "single table: goarchive time / floor time" "$(ratio "${SECS[ga1]:-}" "${SECS[floor1]:-}")" "v <= 1.5" "<= 1.5"
 check "shop tree: goarchive time / floor time" "$(ratio "${SECS[ga2]:-}" "${SECS[floor2]:-}")" "v <= 1.5" "<= 1.5"
 check "employees tree: goarchive time / floor time" "$(ratio "${SECS[ga5]:-}" "${SECS[floor5]:-}")" "v <= 1.5" "<= 1.5"
+check "(id, DATE) key: goarchive speed / pt-archiver bulk" "$(ratio "${SECS[pt8]:-}" "${SECS[ga8]:-}")" "v >= 2" ">= 2"
+check "(id, DATE) key: time into an archive of 10N / into an empty one" "$(ratio "${SECS[ga9]:-}" "${SECS[ga8]:-}")" \
+  "v <= 1.10" "<= 1.10"
+check "purge log table: goarchive speed / pt-archiver --purge bulk" "$(ratio "${SECS[pt10]:-}" "${SECS[ga10]:-}")" \
+  "v >= 2" ">= 2"
 check "memory: peak RSS(4N) / RSS(N)" "$(ratio "${RSS[scale4N]:-}" "${RSS[scaleN]:-}")" "v <= 1.10" "<= 1.10"
 check "memory: peak RSS(4N) in MB" "${RSS[scale4N]:-}" "v < 200" "< 200"
 check "linear cost: time(4N) / time(N)" "$(ratio "${SECS[scale4N]:-}" "${SECS[scaleN]:-}")" "v <= 4.4" "<= 4.4"
@@ -701,6 +771,9 @@ ceiling "UUID key" pt6 ga6
 ceiling "composite root key" pt7 ga7
 ceiling "shop tree" pt2 ga2
 ceiling "employees tree" pt5 ga5
+ceiling "(id, DATE) key" pt8 ga8
+ceiling "(id, DATE) key, archive 10N" pt9 ga9
+ceiling "purge log table" pt10 ga10
 linear=$(ratio "${CPU[scale4N]:-}" "${CPU[scaleN]:-}")
 printf '  %-40s %s\n' "linear cost: CPU(4N) / CPU(N)" "${linear:--}"
 echo
@@ -729,6 +802,9 @@ where_cpu "UUID key" pt6 ga6
 where_cpu "composite root key" pt7 ga7
 where_cpu "shop tree" pt2 ga2
 where_cpu "employees tree" pt5 ga5
+where_cpu "(id, DATE) key" pt8 ga8
+where_cpu "(id, DATE), archive 10N" pt9 ga9
+where_cpu "purge log table" pt10 ga10
 echo
 log "done in ${SECONDS}s"
 if ((FAILED)); then
