@@ -182,7 +182,13 @@ private:
   // In the modes that delete, the next batch's plain read runs on a source session of its own, beside the delete
   // of the batch before it on the data session; set up as the data session is.
   void connect_reads(const std::string& tag) {
-    if (m_mode == pipeline::Mode::copy_only || m_mode == pipeline::Mode::restore) return;
+    if (m_mode == pipeline::Mode::copy_only) return;
+    if (restores()) {
+      // restore reads the next batch from the archive beside the removal of the one before.
+      m_src_reads = app::connect(m_cfg.destination, "archive reads", tag);
+      m_src_reads->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+      return;
+    }
     m_src_reads = app::connect(m_cfg.source, "source reads", tag);
     m_src_reads->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
   }
@@ -326,8 +332,9 @@ private:
       }
       if (!m_dst_definitions || Clock::now() - *checked < every) return std::nullopt;
       *checked = Clock::now();
-      // On the data session, which is the main thread's own between batches.
-      return m_dst_definitions->check(*m_dst, m_tables);
+      // On the data session, which is the main thread's own between batches (restore's removal runs on it beside
+      // the next batch: there, on the archive reads session, the main thread's).
+      return m_dst_definitions->check(restores() ? *m_src_reads : *m_dst, m_tables);
     });
   }
 
@@ -394,7 +401,7 @@ private:
       // restore swaps the two ends: the archive is read and emptied, the source written.
       pipeline::Engine engine(m_mode, m_job, m_tables, restores() ? *m_dst : *m_src, restores() ? *m_src : *m_dst,
                               m_registry, m_jobrow.id, m_run_id, root_scope(m_cfg, m_job), hooks());
-      if (!restores()) engine.set_marks_connection(*m_marks);
+      engine.set_marks_connection(*m_marks);  // restore: its claims, beside the archive removal under way
       if (m_src_reads) engine.set_reads_connection(*m_src_reads);
       engine.use_commit_proofs(m_cfg.source.database);
       if (m_mode != pipeline::Mode::copy_only && !restores()) engine.guard_definitions(*m_definitions);

@@ -7,20 +7,20 @@
 
 namespace goarchive::pipeline {
 
-void BatchLog::claim(Batch& batch) const {
+void BatchLog::claim(Batch& batch, db::Connection& conn) const {
   if (batch.recovery) return;  // a recovered batch keeps its row and claims; it was adopted before it started
   if (batch.roots.empty()) return;  // every root of it became a conflict: nothing to log
   std::string state = m_ctx.mode == Mode::purge ? "deleting" : "copied";
   // The batch's root keys travel as one hex literal: it must fit the destination's max_allowed_packet.
   size_t bytes = 1024;
   for (const auto& r : batch.roots) bytes += 2 * (r.encoded.size() + 4);
-  if (bytes > m_ctx.reg().max_allowed_packet()) {
+  if (bytes > conn.max_allowed_packet()) {
     throw Error(fmt::format("the root keys of a batch of {} roots of table {} take {} bytes as SQL text, more than "
                             "the destination's max_allowed_packet ({} bytes); nothing of this batch was written. "
                             "Lower batch_size",
-                            batch.roots.size(), m_ctx.root().node.table, bytes, m_ctx.reg().max_allowed_packet()));
+                            batch.roots.size(), m_ctx.root().node.table, bytes, conn.max_allowed_packet()));
   }
-  batch.id = m_ctx.registry.claim_batch(m_ctx.reg(), m_ctx.job_id, m_ctx.run_id, batch.no, m_ctx.scope, batch.roots,
+  batch.id = m_ctx.registry.claim_batch(conn, m_ctx.job_id, m_ctx.run_id, batch.no, m_ctx.scope, batch.roots,
                                         state);
   batch.version = 1;
 }

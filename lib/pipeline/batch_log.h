@@ -12,7 +12,10 @@ public:
   explicit BatchLog(Context& ctx) : m_ctx(ctx) {}
 
   // Claims a new batch (I2) in the state its mode starts with; a recovered batch keeps its row.
-  void claim(Batch& batch) const;
+  void claim(Batch& batch) const { claim(batch, m_ctx.reg()); }
+  // The same on `conn`, a session on the registry's server in a transaction of the caller's (restore's claim,
+  // beside the archive removal under way on `src`).
+  void claim(Batch& batch, db::Connection& conn) const;
   // Moves the batch to done; the new version counts once the caller's transaction commits (next_version).
   void end(Batch& batch) const;
   // archive: moves the batch to deleting, with the roots its delete keeps in the source and its commit proof, in

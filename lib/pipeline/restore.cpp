@@ -1,12 +1,15 @@
 #include "pipeline/restore.h"
 
 #include <chrono>
+#include <future>
+#include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "pipeline/commit_proof.h"
 #include "pipeline/rows.h"
+#include "pipeline/source_worker.h"
 #include "util/error.h"
 #include "util/fault.h"
 
@@ -27,37 +30,75 @@ bool Restore::run(unsigned& batch_no) {
                 "shows, with INSERT, SELECT and DELETE granted on it");
   }
   if (!recover(batch_no)) return false;
+  // The archive's removal of one batch (on `src`, on the worker) runs beside the read (on `reads`) and the copy
+  // back (on `dst`, its claim on `marks`) of the next; at most one removal is under way, in batch order.
+  std::unique_ptr<Batch> removing;
+  std::future<void> removed;
+  SourceWorker worker;
+  auto settle = [&]() {
+    if (!removing) return;
+    auto t0 = std::chrono::steady_clock::now();
+    removed.get();
+    m_ctx.stats.t_wait_source += since(t0);
+    account(*removing);
+    removing.reset();
+  };
+  try {
+    const bool completed = run_batches(batch_no, [&](std::unique_ptr<Batch> batch) {
+      settle();
+      m_ctx.hooks.progress(m_ctx.stats, "deleting");
+      removing = std::move(batch);
+      removed = worker.submit([this, b = removing.get()] { remove_archived(*b); });
+    });
+    settle();
+    return completed;
+  } catch (...) {
+    // What committed in the archive is accounted; the failure goes on (a batch not removed is the rerun's).
+    try {
+      settle();
+    } catch (const std::exception& e) {
+      spdlog::debug("the archive removal under way failed too: {}", e.what());
+    }
+    throw;
+  }
+}
+
+bool Restore::run_batches(unsigned& batch_no, const std::function<void(std::unique_ptr<Batch>)>& remove) {
   std::optional<std::vector<std::string>> cursor;
   while (true) {
     if (!m_ctx.hooks.boundary("batch")) return false;
     m_ctx.hooks.gate("copy");
-    Batch batch;
-    batch.no = batch_no + 1;
+    auto batch = std::make_unique<Batch>();
+    batch->no = batch_no + 1;
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::string> last = m_reader.read_next(batch, cursor ? &*cursor : nullptr, false);
+    std::vector<std::string> last = m_reader.read_next(*batch, cursor ? &*cursor : nullptr, false);
     fault::point("after_read");
     if (last.empty()) return true;
     cursor = std::move(last);
     ++batch_no;
-    batch.t_read = since(t0);
-    m_ctx.stats.t_select += batch.t_read;
-    // A diamond row whose other parent stays archived (holds.h, read in the archive's snapshot) cannot go back
-    // before that parent: its root stays archived, a normal outcome.
-    std::vector<int> held = batch.roots_with(RootFate::blocked);
-    for (size_t i = held.size(); i-- > 0;) {
-      size_t r = static_cast<size_t>(held[i]);
-      std::string why = i < batch.blocked.size() ? batch.blocked[i] : "held by a parent that stays archived";
-      if (m_ctx.stats.add_blocked(why)) spdlog::warn("batch {}: root stays in the archive: {}", batch.no, why);
-      ++m_ctx.stats.roots;
-      batch.remove_root(r);
-    }
-    batch.blocked.clear();
-    if (batch.roots.empty()) continue;
-    copy_back(batch);
-    if (batch.roots.empty()) continue;
-    remove_archived(batch);
-    account(batch);
+    if (!copy_batch(*batch, t0)) continue;
+    remove(std::move(batch));
   }
+}
+
+// The batch's read is in; false when no root of it goes back (every one stays archived).
+bool Restore::copy_batch(Batch& batch, std::chrono::steady_clock::time_point t0) {
+  batch.t_read = since(t0);
+  m_ctx.stats.t_select += batch.t_read;
+  // A diamond row whose other parent stays archived (holds.h, read in the archive's snapshot) cannot go back
+  // before that parent: its root stays archived, a normal outcome.
+  std::vector<int> held = batch.roots_with(RootFate::blocked);
+  for (size_t i = held.size(); i-- > 0;) {
+    size_t r = static_cast<size_t>(held[i]);
+    std::string why = i < batch.blocked.size() ? batch.blocked[i] : "held by a parent that stays archived";
+    if (m_ctx.stats.add_blocked(why)) spdlog::warn("batch {}: root stays in the archive: {}", batch.no, why);
+    ++m_ctx.stats.roots;
+    batch.remove_root(r);
+  }
+  batch.blocked.clear();
+  if (batch.roots.empty()) return false;
+  copy_back(batch);
+  return !batch.roots.empty();
 }
 
 bool Restore::recover(unsigned& batch_no) {
@@ -156,9 +197,10 @@ void Restore::copy_back(Batch& batch) {
       {
         // The claim and the proof are on the archive before the source commits: a rerun that finds the batch
         // unfinished reads the proof in the source, which says whether this copy committed.
-        db::Transaction claim(m_ctx.reg());
-        m_log.claim(batch);
-        m_ctx.registry.record_proof(m_ctx.reg(), batch.id, batch.proof);
+        db::Connection& reg = m_ctx.marks ? *m_ctx.marks : m_ctx.reg();
+        db::Transaction claim(reg);
+        m_log.claim(batch, reg);
+        m_ctx.registry.record_proof(reg, batch.id, batch.proof);
         m_ctx.hooks.before_commit();
         claim.commit();
       }
@@ -188,7 +230,6 @@ void Restore::copy_back(Batch& batch) {
 
 void Restore::remove_archived(Batch& batch) {
   spdlog::info("batch {} archive removal start", batch.no);
-  m_ctx.hooks.progress(m_ctx.stats, "deleting");
   m_remover.remove(batch);
 }
 

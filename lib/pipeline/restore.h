@@ -8,6 +8,10 @@
 // rerun finishes from its proof: committed means the rows are back and the archived copy goes; rolled back means
 // the rows never left the archive. A key already in the source is never overwritten: that root stays archived.
 // It owns the order of these steps; the parts it drives (reader, writer, remover, batch log) own the SQL.
+#include <chrono>
+#include <functional>
+#include <memory>
+
 #include "pipeline/batch.h"
 #include "pipeline/batch_log.h"
 #include "pipeline/context.h"
@@ -31,12 +35,19 @@ public:
 private:
   // The unfinished batches a crash left, each settled from its commit proof. False when a hook said stop.
   bool recover(unsigned& batch_no);
+  // Reads and copies back batch after batch, handing each to `remove` (which owns it from then on). False when a
+  // hook said stop.
+  bool run_batches(unsigned& batch_no, const std::function<void(std::unique_ptr<Batch>)>& remove);
+  // After the batch's read (started at t0): its held roots leave it, the rest is copied back. False when no root
+  // of it went back.
+  bool copy_batch(Batch& batch, std::chrono::steady_clock::time_point t0);
   // Copies the batch into the source and commits it there, its claim and proof recorded first; roots that cannot
   // go back leave the batch (and stay archived). The batch may end up empty.
   void copy_back(Batch& batch);
   // A root of the batch that stays in the archive, and why; `back` when the source holds it already, unchanged.
   void keep(Batch& batch, size_t root, const std::string& why, bool back);
-  // The archive side: the archived tree removed (or kept, --keep-archive) and the batch ended, in one transaction.
+  // The archive side: the archived tree removed (or kept, --keep-archive) and the batch ended, in one transaction
+  // on `src`. Runs on the worker: it reads the batch and writes its fates and counts, nothing else.
   void remove_archived(Batch& batch);
   void account(Batch& batch);
 
