@@ -11,6 +11,7 @@
 #include "util/json.h"
 #include "app/preflight.h"
 #include "app/session.h"
+#include "app/server_report.h"
 #include "plan/sql.h"
 #include "tracking/registry.h"
 #include "util/error.h"
@@ -175,6 +176,7 @@ int validate(const config::Config& cfg, const std::optional<std::string>& only, 
   Failures failures, notes;
   auto src = connect_read_only(cfg.source, "source (validate)", failures);
   auto dst = connect_read_only(cfg.destination, "destination (validate)", failures);
+  if (verbosity > 0 && format == Format::text) std::cout << server_report(src.get(), dst.get());
   std::string unchecked_why = unchecked_reason(src != nullptr, dst != nullptr);
   size_t config_failures = check_jobs(cfg, names, src.get(), dst.get(), failures, notes);
   size_t total = 0;

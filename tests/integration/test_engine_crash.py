@@ -267,9 +267,11 @@ class CrashTest(unittest.TestCase):
         self.assertEqual(r.rc, -9, r)
         r = sc2.job("archive", cfg2, "old")
         self.assertEqual(r.rc, 0, r)
-        # The move to deleting commits inside the source delete, which runs beside the next batch's copy: that
-        # batch may be copied already.
-        self.assertRegex(r.err, rf"recovery start: (0|{BATCH}) root\(s\) copied, {BATCH} root\(s\) deleting")
+        # The move to deleting commits inside the source delete, which runs beside the next batches' copies (two
+        # deletes may be queued, loop.cpp): one or two more batches may be copied already (two, most often, on the
+        # portable pass, whose locked re-read makes the deletes slower than the copies).
+        self.assertRegex(r.err, rf"recovery start: (0|{BATCH}|{2 * BATCH}) root\(s\) copied, {BATCH} root\(s\) "
+                                r"deleting")
         sc2.assert_invariant(before2, SHOP_RELATIONS)
 
 
@@ -284,7 +286,9 @@ def _add(mode, points, check):
         setattr(CrashTest, name, test)
 
 
-_add("archive", ARCHIVE_POINTS, "check_archive")
+# The portable pass never takes the one-pass delete: its point is never reached there.
+_add("archive", [p for p in ARCHIVE_POINTS if not (gatest.PORTABLE and p[0] == "after_returning_delete")],
+     "check_archive")
 _add("copy_only", COPY_ONLY_POINTS, "check_copy_only")
 _add("purge", PURGE_POINTS, "check_purge")
 

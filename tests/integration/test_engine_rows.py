@@ -177,9 +177,10 @@ class RowsTest(unittest.TestCase):
         self.assertEqual(sc.raw_rows("source", "t"), {k: v for k, v in before.items() if k == (b"10",)})
         # Three batches, one bulk INSERT each; the third's meets row 10 and goes on as LOAD DATA and INSERTs (once
         # more after the delete of the batch before has ended, when that was still under way: its end might have
-        # removed such a row), and is copied without root 10 in a last bulk INSERT.
-        self.assertIn((s1["Com_stmt_execute"] - s0["Com_stmt_execute"], s1["Com_load"] - s0["Com_load"]),
-                      {(4, 1), (5, 2)})
+        # removed such a row), and is copied without root 10 in a last bulk INSERT. The portable pass (MySQL has no
+        # bulk INSERT): LOAD DATA only, one per batch, the third's again without root 10 (and once more as above).
+        want = {(0, 4), (0, 5)} if gatest.PORTABLE else {(4, 1), (5, 2)}
+        self.assertIn((s1["Com_stmt_execute"] - s0["Com_stmt_execute"], s1["Com_load"] - s0["Com_load"]), want)
 
 
 if __name__ == "__main__":

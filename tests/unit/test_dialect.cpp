@@ -3,7 +3,10 @@
 // test_recorded_mysql.cpp with their sources.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "db/dialect.h"
+#include "util/error.h"
 
 using goarchive::db::Dialect;
 using goarchive::db::Flavor;
@@ -92,3 +95,21 @@ TEST_CASE("dialect: information_schema EXTRA values: invisible, generated, GIPK"
   CHECK_FALSE(Dialect::column_generated("auto_increment"));
   CHECK_FALSE(Dialect::column_gipk("id", "auto_increment"));
 }
+
+#ifdef GOARCHIVE_FAULT_HOOKS
+TEST_CASE("dialect: the portable switch is 0 or 1, read from the environment of a build with the test hooks") {
+  using goarchive::db::check_portable_environment;
+  using goarchive::db::portable_switch;
+  setenv("GOARCHIVE_TEST_PORTABLE", "1", 1);
+  CHECK(portable_switch());
+  CHECK_NOTHROW(check_portable_environment());
+  CHECK(Dialect::connected("10.11.19-MariaDB", 101119).portable());
+  setenv("GOARCHIVE_TEST_PORTABLE", "yes", 1);
+  CHECK_FALSE(portable_switch());
+  CHECK_THROWS_AS(check_portable_environment(), goarchive::ConfigError);
+  unsetenv("GOARCHIVE_TEST_PORTABLE");
+  CHECK_FALSE(portable_switch());
+  CHECK_NOTHROW(check_portable_environment());
+  CHECK_FALSE(Dialect::connected("10.11.19-MariaDB", 101119).portable());
+}
+#endif
