@@ -28,6 +28,19 @@ std::vector<MariaGtid> parse_mariadb_gtids(const std::string& list);
 // Parses a MySQL GTID set "uuid:1-5:7,uuid2:1-3" into the server UUIDs it contains (lower case).
 std::vector<std::string> parse_mysql_gtid_uuids(const std::string& set);
 
+// One interval of a MySQL GTID set: transactions first..last of server `uuid` (lower case) under `tag` ("" for
+// untagged; MySQL 8.3+ tags, case-insensitive, kept lower case).
+struct MysqlGtidInterval {
+  std::string uuid, tag;
+  unsigned long long first = 0, last = 0;
+};
+// Parses a MySQL GTID set, tagged or not: "uuid:1-3:11,uuid:tag:1-5:9" (whitespace and newlines allowed; a tag
+// applies to the intervals after it). nullopt when any part is malformed.
+std::optional<std::vector<MysqlGtidInterval>> parse_mysql_gtid_set(const std::string& set);
+// Whether every transaction of GTID set `a` is in GTID set `b`, as the server's GTID_SUBSET(a, b); false when
+// either is malformed.
+bool mysql_gtid_subset(const std::string& a, const std::string& b);
+
 // True when `other` (another job's recorded source) is the same source data as `self` (this run's source):
 // the same server; or a server whose transactions are in self's GTID state; or, where either server cannot
 // tell, the same database name.
