@@ -92,6 +92,18 @@ std::vector<std::string> KeyIndexes::names(db::Connection& conn, const std::stri
   return out;
 }
 
+bool KeyIndexes::indexed_apart(db::Connection& conn, const std::string& table, const std::vector<std::string>& key) {
+  names(conn, table, {});  // reads the table's indexes once
+  std::lock_guard<std::mutex> guard(m_mutex);
+  const auto& indexes = m_tables[std::make_pair(static_cast<const db::Connection*>(&conn), table)];
+  for (const auto& ix : indexes) {
+    for (size_t k = 1; k < key.size(); ++k) {
+      if (!ix.columns.empty() && lower(ix.columns[0]) == lower(key[k])) return true;
+    }
+  }
+  return false;
+}
+
 std::string force_index(const std::vector<std::string>& names) {
   if (names.empty()) return "";
   std::string out = " FORCE INDEX (";

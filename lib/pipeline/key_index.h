@@ -59,6 +59,9 @@ public:
   // The same naming the indexes of either column list (a read whose lists are by one or the other).
   std::string hint(db::Connection& conn, const std::string& table, const std::vector<std::string>& columns,
                    const std::vector<std::string>& or_columns);
+  // Whether `table` has an index that starts with a column of `key` other than its first (a key (id, created)
+  // and an index on created): the optimizer then weighs that index for every value of a key list.
+  bool indexed_apart(db::Connection& conn, const std::string& table, const std::vector<std::string>& key);
 
 private:
   std::vector<std::string> names(db::Connection& conn, const std::string& table,

@@ -36,6 +36,8 @@ private:
   // (RESTRICT, NO ACTION), this session checks foreign keys, and no other foreign key points at a table of the
   // job. A child added under a root, or under any row of its tree, then fails its parent's delete.
   bool guarded_tree() const;
+  // The root's keys go by lists that the source plans slowly for a DELETE (see returning_delete.cpp).
+  bool slow_key_lists() const;
   // The statements' conditions for table `t`, each for at most delete_batch_size rows: unbroken integer runs by
   // range, the other keys by exact key (a range of other keys would also lock, and wait for, the application's
   // rows between them); the root's also require that its rows still match `where`.

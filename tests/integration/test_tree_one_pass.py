@@ -46,9 +46,10 @@ class TreeOnePassTest(unittest.TestCase):
             self.assertTrue(deletes[t], f"no DELETE of {t}")
             self.assertTrue(all(" RETURNING " in s for s in deletes[t]), deletes[t])
         self.assertIn("(old = 1)", deletes["p"][0], "the roots' delete does not require `where`")
-        # The roots are locked by key (their primary key only), the children never re-read.
+        # The roots are locked by key (one column outside the key: a key-only read may scan the whole index,
+        # issue 34), the children never re-read.
         self.assertEqual(len(locked["p"]), 1, locked)
-        self.assertIn(f"SELECT `id` FROM `{sc.src_db}`.`p` FORCE INDEX (PRIMARY) WHERE (`id` IN (1,3,5))",
+        self.assertIn(f"SELECT `old` FROM `{sc.src_db}`.`p` FORCE INDEX (PRIMARY) WHERE (`id` IN (1,3,5))",
                       locked["p"][0])
         self.assertEqual(locked["c"] + locked["g"], [], "a locked re-read of the children")
         for t, keys in tree_of(1).items():
@@ -135,7 +136,9 @@ class TreeOnePassTest(unittest.TestCase):
         cfg = sc.config({"j": self.SALARIES}, processing={"batch_size": 10})
         r = sc.job("archive", cfg)
         self.assertEqual(r.rc, 0, r)
-        deletes = [x for x in log.statements(f"DELETE FROM `{sc.src_db}`.`s`") if "general_log" not in x]
+        # (The run EXPLAINs the first DELETE .. RETURNING of each table: issue 34.)
+        deletes = [x for x in log.statements(f"DELETE FROM `{sc.src_db}`.`s`")
+                   if "general_log" not in x and "EXPLAIN" not in x]
         self.assertEqual(len(deletes), 1, deletes)
         self.assertTrue(deletes[0].endswith("WHERE (`p_id` IN (1,3,5)) RETURNING `p_id`, `d`, `amt`"), deletes)
         self.assertEqual(sc.count("destination", "s"), 12)
