@@ -31,6 +31,7 @@ bool is_retryable(unsigned int code) {
   switch (code) {
     case 1205:  // lock wait timeout
     case 1213:  // deadlock
+    case 3058:  // MySQL: user-lock deadlock (MariaDB reports 1213; db::Dialect::lock_deadlock_error)
     case 3572:  // MySQL: NOWAIT lock
       return true;
     default:

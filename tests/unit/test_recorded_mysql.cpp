@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "db/dialect.h"
+#include "db/error.h"
 #include "guard/gtid.h"
 #include "locks/names.h"
 #include "replication/gate.h"
@@ -97,6 +98,11 @@ TEST_CASE("recorded_mysql80: lock, column and key error numbers") {
   CHECK(maria.lock_deadlock_error() == 1213);
   CHECK(maria.generated_write_error() == 1906);
   CHECK(maria.idle_disconnect_error() == 0);
+  // A lock deadlock is retried and an idle disconnect is a lost session (its named locks gone), on either server.
+  CHECK(goarchive::db::is_retryable(my.lock_deadlock_error()));
+  CHECK(goarchive::db::is_retryable(maria.lock_deadlock_error()));
+  CHECK(goarchive::db::is_connection_lost(my.idle_disconnect_error()));
+  CHECK_FALSE(goarchive::db::is_retryable(my.lock_name_error()));
   // Every lock name goarchive takes fits MySQL's limit.
   using goarchive::locks::client_name;
   using goarchive::locks::LockKind;
