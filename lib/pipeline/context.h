@@ -105,6 +105,9 @@ struct Context {
   // The data session on the source server, where the commit proofs live: `src`, or `dst` when the ends are swapped.
   db::Connection& production() const { return mode == Mode::restore ? dst : src; }
   bool restores() const { return mode == Mode::restore; }
+  // The registry session the main thread reads per-root marks on: restore's `marks` (its `src` may be busy with a
+  // removal on the worker), else reg().
+  db::Connection& marks_reads() const { return restores() && marks ? *marks : reg(); }
 };
 
 }  // namespace goarchive::pipeline

@@ -62,6 +62,11 @@ void CopySweep::sweep(const std::vector<tracking::RootKey>& marks) {
   if (!stale.empty()) m_writer.remove_tree_copies(archive, stale);
   const size_t kept = keep_only_versions(archive, gone);
   m_ctx.registry.unmark(m_ctx.dst, m_ctx.job_id, hashes);
+  // A gone root's kept copy is the only version of rows the application deleted, never archived by this job:
+  // restore leaves it alone.
+  std::vector<std::string> kept_roots;
+  for (int r : gone) kept_roots.push_back(archive.roots[static_cast<size_t>(r)].hash);
+  m_ctx.registry.mark_roots(m_ctx.dst, m_ctx.job_id, kept_roots, "kept");
   fault::point("before_sweep_commit");
   m_ctx.hooks.before_commit();
   tx.commit();

@@ -77,7 +77,12 @@ std::future<unsigned> Remover::record_decision(const Batch& batch) const {
 
 void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const {
   // restore: the registry shares the archive's server, so the batch ends in this very transaction.
-  if (m_ctx.restores()) m_log.end(batch);
+  // With --keep-archive the archived copy stays as a copy of the job (as copy-only's): later restores skip it, and
+  // archive replaces it with the current version.
+  if (m_ctx.restores()) {
+    m_log.end(batch);
+    if (m_ctx.keep_archive) m_log.mark_copied(batch);
+  }
   fault::point("before_delete_commit");
   m_ctx.hooks.before_commit();
   tx.commit();

@@ -71,7 +71,8 @@ bool Restore::run_batches(unsigned& batch_no, const std::function<void(std::uniq
     auto batch = std::make_unique<Batch>();
     batch->no = batch_no + 1;
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::string> last = m_reader.read_next(*batch, cursor ? &*cursor : nullptr, false);
+    // Only roots this job archived: not its copy-only copies, nor the ones --keep-archive left (marked copied).
+    std::vector<std::string> last = m_reader.read_next(*batch, cursor ? &*cursor : nullptr, true);
     fault::point("after_read");
     if (last.empty()) return true;
     cursor = std::move(last);

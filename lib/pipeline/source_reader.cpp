@@ -38,8 +38,13 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
   if (skip_copied && !keys.empty()) {
     std::vector<std::string> hashes;
     for (const auto& rk : encoded) hashes.push_back(rk.hash);
-    auto done = m_ctx.registry.marked(m_ctx.dst, m_ctx.job_id, hashes, "copied");
+    auto done = m_ctx.registry.marked(m_ctx.marks_reads(), m_ctx.job_id, hashes, "copied");
     skip.insert(done.begin(), done.end());
+    if (m_ctx.restores()) {
+      // Copies the copy-only sweep kept as the only version of a root the application deleted: never archived.
+      auto kept = m_ctx.registry.marked(m_ctx.marks_reads(), m_ctx.job_id, hashes, "kept");
+      skip.insert(kept.begin(), kept.end());
+    }
   }
   bool every_row = true;
   for (const auto& rk : encoded) every_row = every_row && !skip.count(rk.hash);

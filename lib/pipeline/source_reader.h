@@ -15,8 +15,8 @@ public:
   SourceReader(const Context& ctx, const TreeReader& tree) : m_ctx(ctx), m_tree(tree) {}
 
   // Fills `batch` with the roots after `after` in key order and their trees, on the context's read connection
-  // (beside the delete on `src` in the pipelined loop). With `skip_copied` (copy-only), roots this job copied
-  // before are left out. Returns the key of the last root the keyset read returned, empty
+  // (beside the delete on `src` in the pipelined loop). With `skip_copied` (copy-only, restore), roots this job
+  // copied before are left out (restore: also the copies the copy-only sweep kept as a gone root's only version). Returns the key of the last root the keyset read returned, empty
   // when no root is left.
   std::vector<std::string> read_next(Batch& batch, const std::vector<std::string>* after, bool skip_copied) const;
   // Reads the trees of the batch's known roots (recovery), on `src`. A root that no longer matches `where` is

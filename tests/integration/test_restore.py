@@ -70,22 +70,31 @@ class RestoreTest(unittest.TestCase):
         archived = {k[0] for k in sc.rows("destination", "orders")}
         some = sorted(archived)[:7]
         where = f"id IN ({','.join(str(i) for i in some)})"
+        before_dst = stored(sc, "destination", SHOP_TABLES)
         r = sc.job("restore", cfg, "j", "--where", where, "--keep-archive")
         self.assertEqual(r.rc, 0, r)
+        self.assertIn("finished; 7 root(s) restored", r.out)
         # In both servers now, by request; the archive unchanged.
-        self.assertEqual({k[0] for k in sc.rows("destination", "orders")}, archived)
-        src_orders = {k[0] for k in sc.rows("source", "orders")}
-        self.assertTrue(set(some) <= src_orders)
-        # Restoring them again finds them in the source with the same content: not an error, nothing written.
+        self.assertEqual(stored(sc, "destination", SHOP_TABLES), before_dst)
+        self.assertTrue(set(some) <= {k[0] for k in sc.rows("source", "orders")})
+        # The copies --keep-archive left are the job's copies now, as copy-only's: restore leaves them alone ...
         r = sc.job("restore", cfg, "j", "--where", where)
         self.assertEqual(r.rc, 0, r)
-        self.assertIn("7 root(s) were in the source already with the same content", r.out + r.err)
-        self.assertEqual({k[0] for k in sc.rows("destination", "orders")}, archived)
-        # The rest goes back; the seven stay archived as well as in the source until a person removes one copy.
+        self.assertIn("nothing to do", r.out)
+        self.assertEqual(stored(sc, "destination", SHOP_TABLES), before_dst)
+        # ... the rest goes back ...
         r = sc.job("restore", cfg, "j", "--where", f"NOT ({where})")
         self.assertEqual(r.rc, 0, r)
         self.assertEqual({k[0] for k in sc.rows("destination", "orders")}, set(some))
         self.assertEqual(stored(sc, "source", SHOP_TABLES), start)
+        # ... and archive takes everything again, replacing those copies with the source's current version.
+        sc.src(f"UPDATE orders SET note = 'changed after the restore' WHERE id = {some[0]}")
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual({k[0] for k in sc.rows("destination", "orders")}, archived)
+        self.assertEqual(sc.dst(f"SELECT note FROM orders WHERE id = {some[0]}")[0][0], "changed after the restore")
+        self.assertFalse(set(archived) & {k[0] for k in sc.rows("source", "orders")})
+        sc.assert_invariant({}, SHOP_RELATIONS)
 
     def test_round_trip_diamond(self):
         sc = Scenario(self, "rtdiamond")
