@@ -74,18 +74,24 @@ void Recovery::prove(Batch& batch) const {
                batch.delete_committed ? "committed" : "rolled back", batch.delete_committed ? "in" : "not in");
 }
 
-bool Recovery::run(unsigned& batch_no) {
-  auto counts = m_ctx.registry.unfinished_counts(m_ctx.reg(), m_ctx.job_id);
-  if (counts.first + counts.second == 0) return true;
+std::pair<unsigned long long, unsigned long long> unfinished_work(const Context& ctx) {
+  auto counts = ctx.registry.unfinished_counts(ctx.reg(), ctx.job_id);
+  if (counts.first + counts.second == 0) return counts;
   // A batch is finished by the rules of the mode that wrote it: copy-only would take an archive batch whose delete
   // committed for one to undo, and remove the only copy of its rows; archive would compare a purge batch's roots
-  // with copies that were never made.
-  for (const auto& command : m_ctx.registry.unfinished_commands(m_ctx.reg(), m_ctx.job_id)) {
-    if (command == mode_name(m_ctx.mode)) continue;
+  // with copies that were never made; restore and archive move rows in opposite directions.
+  for (const auto& command : ctx.registry.unfinished_commands(ctx.reg(), ctx.job_id)) {
+    if (command == mode_name(ctx.mode)) continue;
     throw Error(fmt::format("job {} has unfinished {} work ({} root(s) copied, {} deleting) that only {} may finish; "
                             "run `goarchive {} -j {}` first, then this command again",
-                            m_ctx.job.name, command, counts.first, counts.second, command, command, m_ctx.job.name));
+                            ctx.job.name, command, counts.first, counts.second, command, command, ctx.job.name));
   }
+  return counts;
+}
+
+bool Recovery::run(unsigned& batch_no) {
+  auto counts = unfinished_work(m_ctx);
+  if (counts.first + counts.second == 0) return true;
   spdlog::info("recovery start: {} root(s) copied, {} root(s) deleting", counts.first, counts.second);
   // Every unfinished batch is adopted, and proven when deleting, before any is taken further; the copies of
   // those whose source delete never committed are then removed, all of them before any is copied again. A child

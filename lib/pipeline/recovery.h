@@ -2,12 +2,18 @@
 // Finishes the unfinished batches this job left in the registry (a crash, a kill, a failure) before any new
 // batch: each is adopted by this run with a guarded write and taken through every stage again. It never
 // starts new work.
+#include <utility>
+
 #include "pipeline/batch_log.h"
 #include "pipeline/context.h"
 #include "pipeline/stages.h"
 #include "pipeline/tree_reader.h"
 
 namespace goarchive::pipeline {
+
+// The job's unfinished roots (copied, deleting) in this scope; throws (exit 1, naming the command to run) when a
+// command other than ctx's wrote some of them: a batch is finished only by the mode that wrote it.
+std::pair<unsigned long long, unsigned long long> unfinished_work(const Context& ctx);
 
 class Recovery {
 public:

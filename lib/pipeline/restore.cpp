@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/commit_proof.h"
+#include "pipeline/recovery.h"
 #include "pipeline/rows.h"
 #include "pipeline/source_worker.h"
 #include "util/error.h"
@@ -103,14 +104,8 @@ bool Restore::copy_batch(Batch& batch, std::chrono::steady_clock::time_point t0)
 }
 
 bool Restore::recover(unsigned& batch_no) {
-  auto counts = m_ctx.registry.unfinished_counts(m_ctx.reg(), m_ctx.job_id);
+  auto counts = unfinished_work(m_ctx);
   if (counts.first + counts.second == 0) return true;
-  for (const auto& command : m_ctx.registry.unfinished_commands(m_ctx.reg(), m_ctx.job_id)) {
-    if (command == mode_name(m_ctx.mode)) continue;
-    throw Error(fmt::format("job {} has unfinished {} work ({} root(s) copied, {} deleting) that only {} may finish; "
-                            "run `goarchive {} -j {}` first, then restore again",
-                            m_ctx.job.name, command, counts.first, counts.second, command, command, m_ctx.job.name));
-  }
   spdlog::info("recovery start: {} root(s) of an interrupted restore", counts.first + counts.second);
   unsigned long long after = 0;
   while (true) {

@@ -756,7 +756,10 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
     archive's copy of a KEPT row, exactly as it was, is allowed beside the source's row ("kept_archive")."""
     bad = collections.defaultdict(list)
     kept = kept or {}
-    pinned = kept_roots(schema, model, kept, kept_conflicts) if kept else set()
+    # Since 7a08fd2 the roots a --keep-archive restore put back are the job's copies (copy-only's mark): the final
+    # archive replaces a copy whose root still matches `where` and the sweep removes the others, so only the roots
+    # goarchive reported as conflicts stay in the source.
+    pinned = set(kept_conflicts or ()) if kept else set()
     src = {t: table_rows(schema, "source", src_db, t) for t in schema.TABLES}
     dst = {t: table_rows(schema, "destination", dst_db, t) for t in schema.TABLES}
 

@@ -61,8 +61,8 @@ held). Then archive runs are killed again, the application stops, and the final 
 an archive round (--keep-archive: the roots whose tree meets a row that is in both stay in the source, blocked or in
 conflict, and the archive's copies of those rows are allowed: "kept_archive"). A --keep-archive rerun restores again
 a root the application deleted after the killed run had restored it: the application's delete undone by a crash,
-the known engine bug of tests/integration/test_restore_live.py ("resurrected": allowed and counted;
-CHAOS_RESTORE_STRICT=1 makes it a failure, to judge a fixed binary); the model learns those rows. So that only reruns
+the engine bug tests/integration/test_restore_live.py reproduces, fixed in 7a08fd2 ("resurrected": a failure;
+CHAOS_ALLOW_RESURRECTED=1 allows and counts it, to judge an older binary); the model learns those rows. So that only reruns
 after a kill restore again, a --keep-archive round's restore runs stop at the first that ends (rc 0 or 1). Restore
 rounds kill with SIGKILL only (no fault beyond it).
 
@@ -97,7 +97,8 @@ CHAOS_SECONDS (seconds of load per round, default 6), CHAOS_KEEP=1 keeps a faile
 CHAOS_ONLY=3,5 runs only those rounds (same parameters as in the full run), CHAOS_VERBOSE=1 prints every goarchive run,
 CHAOS_LOG=file appends the whole log of every goarchive run to FILE, CHAOS_NO_PROOF=1 runs without the commit proof,
 CHAOS_ALLOW_HELD_PARENT=1 allows (and reports) the fixed held-parent bug, for a binary from before its fix,
-CHAOS_RESTORE_STRICT=1 makes the known --keep-archive rerun bug ("resurrected", test_restore_live.py) a failure,
+CHAOS_ALLOW_RESURRECTED=1 allows the fixed --keep-archive rerun bug ("resurrected", test_restore_live.py), for an
+older binary,
 CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind;
 tables=1 forces the single-table shape, tables=3 the three tables; shared=1 (or mode=shared) the shared-archive rounds;
 mode=restore the restore rounds, keep=1 with --keep-archive;
@@ -987,7 +988,7 @@ class Chaos(unittest.TestCase):
             bad[k] += v
         for k in CATEGORIES + ("conflicts", "kept", "blocked", "unarchived_diamond", "unrestored", "kept_archive"):
             STATS[k] += len(bad.get(k, []))
-        ok = ALLOWED + (() if os.environ.get("CHAOS_RESTORE_STRICT") else ("resurrected",))
+        ok = ALLOWED + (("resurrected",) if os.environ.get("CHAOS_ALLOW_RESURRECTED") else ())
         STATS["rounds_resurrected"] += bool(bad.get("resurrected"))
         allowed = {k: bad.pop(k) for k in ok if k in bad}
         STATS["rounds"] += 1
@@ -1002,7 +1003,7 @@ class Chaos(unittest.TestCase):
         """--keep-archive: a rerun after a kill restores again every root its `where` matches, and a root the
         application deleted (re-keyed) after the killed run had restored it goes back in, as its archived copy: the
         application's committed delete undone by a crash (the known engine bug of test_restore_live.py, allowed and
-        counted unless CHAOS_RESTORE_STRICT=1). The model learns such rows (those in the source, unknown to the model,
+        counted only with CHAOS_ALLOW_RESURRECTED=1; fixed). The model learns such rows (those in the source, unknown to the model,
         exactly their archived copy), so that the rest of the round is judged; returns them."""
         out = []
         for t in schema.TABLES:

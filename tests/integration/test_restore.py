@@ -234,7 +234,7 @@ class RestoreTest(unittest.TestCase):
         r = sc.job("restore", cfg, "j", "--where", "1=1")
         self.assertEqual(r.rc, 1, r)
         self.assertIn("job j has unfinished archive work (25 root(s) copied, 0 deleting) that only archive may "
-                      "finish; run `goarchive archive -j j` first, then restore again", r.err)
+                      "finish; run `goarchive archive -j j` first, then this command again", r.err)
         self.assertEqual(sc.job("archive", cfg).rc, 0)
         # And the other way: archive leaves an unfinished restore to restore.
         r = sc.job("restore", cfg, "j", "--where", "1=1", env={"GOARCHIVE_FAULT": "after_copy_commit"})
