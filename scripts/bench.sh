@@ -15,7 +15,9 @@
 # employees), 6 a CHAR(36) UUID primary key, 7 a composite (tenant_id, id) root key, 8 a composite (id, DATE) key
 # into an empty archive table, 9 the same rows into an archive that already holds 10 times as many (the time per
 # row must not grow with the archive: issue 34), 10 purge of a log table (AUTO_INCREMENT key, DATETIME `where`)
-# against pt-archiver --purge --bulk-delete. Each tool/dataset pair runs
+# against pt-archiver --purge --bulk-delete, 11 restore of the shop tree (archived first, untimed): goarchive restore
+# --where 1=1 against pt-archiver the other way (per table, parents first, bulk), and against scenario 2's archive
+# time. Each tool/dataset pair runs
 # BENCH_REPEAT times, alternating, on fresh identical data; the table shows medians and the min-max spread, and for
 # goarchive the median seconds per phase (from the run summary in the registry's runs.summary). Every row also
 # shows the machine's busy CPU seconds during the run (/proc/stat: both servers, the tool, the kernel), and the
@@ -69,8 +71,8 @@ fi
 REPEAT=${BENCH_REPEAT:-3}
 ONLY=${BENCH_ONLY:-}
 for n in $ONLY; do
-  [[ $n =~ ^([124-9]|10)$ ]] || {
-    echo "bench.sh: BENCH_ONLY takes scenario numbers 1, 2 and 4 to 10 (e.g. BENCH_ONLY=\"2 6\"; the floors, 3, run with 1, 2 and 5), not $n" >&2
+  [[ $n =~ ^([124-9]|1[01])$ ]] || {
+    echo "bench.sh: BENCH_ONLY takes scenario numbers 1, 2 and 4 to 11 (e.g. BENCH_ONLY=\"2 6\"; the floors, 3, run with 1, 2 and 5), not $n" >&2
     exit 2
   }
 done
@@ -461,7 +463,11 @@ record() {
     log "$tool failed with exit $rc; tail of $logf:"
     tail -n 15 "$logf" >&2 || true
   fi
-  verify "$ds" "$tool" || status="VERIFY FAILED"
+  if ((${RESTORING:-0})); then
+    verify_back "$tool" || status="VERIFY FAILED"
+  else
+    verify "$ds" "$tool" || status="VERIFY FAILED"
+  fi
   if [ "$status" = ok ]; then
     SECS_ALL[$key]+=" $secs"
     RSS_ALL[$key]+=" $rss"
@@ -603,10 +609,68 @@ run_floor() {
   record "$key" "$scenario" "$tool" "$ds" "$(secs "$t0" "$t1")" - "$rc" "$logf" "$(cpu_split "$b0" "$b1")"
 }
 
+# Scenario 11, restore (issue 33): the shop tree archived by goarchive first (untimed, verified), then brought back
+# whole: goarchive restore --where 1=1, or pt-archiver the other way (archive -> source, once per table, parents
+# first, bulk). Verified: the source holds every pristine row again, the archive none.
+prepare_restore() { # key
+  local cfg="$WORK/$1.prep.toml"
+  sed -e "s/@SOURCE_PORT@/$GA_SOURCE_PORT/; s/@DEST_PORT@/$GA_DEST_PORT/" \
+    -e "s/@WHERE@/${COND[shop.orders]#t.}/" bench/shop.toml >"$cfg"
+  reset_dataset shop
+  "$BIN" archive -c "$cfg" -j bench_orders --no-progress >"$WORK/$1.prep.log" 2>&1 ||
+    die "$1: the archive run before the restore failed (see $WORK/$1.prep.log)"
+  verify shop "$1: archived before the restore" || die "$1: the archive before the restore does not verify"
+  settle
+}
+verify_back() { # label
+  local t src dst want ok=0
+  for t in ${TABLES[shop]}; do
+    # The whole pristine table (its checksum sum is too large for shell arithmetic: the server adds).
+    want=$(sq source -e "SELECT COUNT(*), IFNULL(SUM(${HASH[shop.$t]}), 0) FROM bench_pristine.\`$t\` t" | tr '\t' ' ')
+    src=$(sq source -e "SELECT COUNT(*), IFNULL(SUM(${HASH[shop.$t]}), 0) FROM bench.\`$t\` t" | tr '\t' ' ')
+    dst=$(sq destination -e "SELECT COUNT(*) FROM bench_archive.\`$t\`")
+    if [ "$src" != "$want" ] || [ "$dst" != 0 ]; then
+      log "VERIFY FAILED ($1) $t: source count checksum = $src (expected $want), archive rows = $dst (expected 0)"
+      ok=1
+    fi
+  done
+  ((ok == 0)) && log "verified ($1): every pristine row back in the source, checksums match, the archive empty"
+  return "$ok"
+}
+run_restore_ga() { # key scenario
+  local key=$1 cfg="$WORK/$1.prep.toml" logf="$WORK/$1.log" t0 t1 b0 b1 rc=0 rss
+  prepare_restore "$key"
+  log "run: $2: goarchive restore"
+  t0=$(now) b0=$(cpu_mark)
+  timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/$key.time" "$BIN" restore -c "$cfg" -j bench_orders --where 1=1 \
+    --no-progress >"$logf" 2>&1 || rc=$?
+  t1=$(now) b1=$(cpu_mark)
+  rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$WORK/$key.time" 2>/dev/null || true)
+  RESTORING=1 record "$key" "$2" "goarchive restore (sha256)" shop "$(secs "$t0" "$t1")" "${rss:--}" "$rc" "$logf" \
+    "$(cpu_split "$b0" "$b1")"
+}
+run_restore_pt() { # key scenario
+  local key=$1 logf="$WORK/$1.log" t0 t1 b0 b1 rc=0 t
+  prepare_restore "$key"
+  log "run: $2: pt-archiver the other way"
+  t0=$(now) b0=$(cpu_mark)
+  (
+    for t in ${TABLES[shop]}; do # parents first: the source's foreign keys need the parent back first
+      echo "+ pt-archiver archive -> source: $t"
+      timeout "$RUN_TIMEOUT" pt-archiver --source "$(dsn destination bench_archive "$t")" --where 1=1 \
+        --dest "$(dsn source bench "$t")" --bulk-insert --bulk-delete --limit "$BATCH" --commit-each --charset utf8 \
+        --no-check-charset --no-safe-auto-increment --why-quit || exit $?
+    done
+  ) >"$logf" 2>&1 || rc=$?
+  t1=$(now) b1=$(cpu_mark)
+  RESTORING=1 record "$key" "$2" "pt-archiver x5 parents-first (bulk)" shop "$(secs "$t0" "$t1")" - "$rc" "$logf" \
+    "$(cpu_split "$b0" "$b1")"
+}
+
 # -- scenarios --------------------------------------------------------------------------------------------------
 EV=events_$N_EVENTS
 ! want 1 || make_events "$N_EVENTS"
-! want 2 || make_shop
+{ ! want 2 && ! want 11; } || make_shop
 ! want 5 || make_employees
 { ! want 6 && ! want 7; } || make_keys
 { ! want 8 && ! want 9; } || make_dated
@@ -617,11 +681,11 @@ if want 4; then
   make_events "$((4 * N_SCALE))"
 fi
 S1="1 single table" S2="2 FK tree (5 tables)" S5="5 employees tree (5)" S6="6 UUID CHAR(36) key" S7="7 composite root key"
-S8="8 (id, DATE) key, empty" S9="9 (id, DATE), archive 10N" S10="10 purge log table"
+S8="8 (id, DATE) key, empty" S9="9 (id, DATE), archive 10N" S10="10 purge log table" S11="11 restore FK tree (5)"
 GA="goarchive archive (sha256)"
 # The result a pt-archiver or floor row is compared with.
 declare -A GA_FOR=([pt1fast]=ga1 [pt1plain]=ga1 [floor1]=ga1 [pt2]=ga2 [floor2]=ga2 [pt5]=ga5 [floor5]=ga5
-  [pt6]=ga6 [pt7]=ga7 [pt8]=ga8 [pt9]=ga9 [pt10]=ga10)
+  [pt6]=ga6 [pt7]=ga7 [pt8]=ga8 [pt9]=ga9 [pt10]=ga10 [pt11]=ga11)
 for ((rep = 1; rep <= REPEAT; rep++)); do
   log "== round $rep of $REPEAT"
   if want 1; then
@@ -661,6 +725,10 @@ for ((rep = 1; rep <= REPEAT; rep++)); do
     run_goarchive ga10 "$S10" "goarchive purge" "$LG" events.toml bench_events purge
     run_pt pt10 "$S10" "pt-archiver --purge --bulk-delete" "$LG" purge
     PURGING=0
+  fi
+  if want 11; then
+    run_restore_ga ga11 "$S11"
+    run_restore_pt pt11 "$S11"
   fi
   if want 4; then
     run_goarchive scaleN "4 scaling N=$N_SCALE" "$GA" "events_$N_SCALE" events.toml bench_events
@@ -749,6 +817,10 @@ check "employees tree: goarchive time / floor time" "$(ratio "${SECS[ga5]:-}" "$
 check "(id, DATE) key: goarchive speed / pt-archiver bulk" "$(ratio "${SECS[pt8]:-}" "${SECS[ga8]:-}")" "v >= 2" ">= 2"
 check "(id, DATE) key: time into an archive of 10N / into an empty one" "$(ratio "${SECS[ga9]:-}" "${SECS[ga8]:-}")" \
   "v <= 1.10" "<= 1.10"
+check "restore FK tree: goarchive speed / pt-archiver the other way (bulk)" "$(ratio "${SECS[pt11]:-}" "${SECS[ga11]:-}")" \
+  "v >= 2" ">= 2"
+check "restore FK tree: goarchive restore time / its archive time (scenario 2)" \
+  "$(ratio "${SECS[ga11]:-}" "${SECS[ga2]:-}")" "v <= 1.3" "<= 1.3"
 check "purge log table: goarchive speed / pt-archiver --purge bulk" "$(ratio "${SECS[pt10]:-}" "${SECS[ga10]:-}")" \
   "v >= 2" ">= 2"
 check "memory: peak RSS(4N) / RSS(N)" "$(ratio "${RSS[scale4N]:-}" "${RSS[scaleN]:-}")" "v <= 1.10" "<= 1.10"

@@ -96,7 +96,13 @@ class ValidateVerboseAlignmentTest(unittest.TestCase):
         self.assertEqual(r.rc, 0, r)
         lines = r.out.splitlines()
         start = lines.index("effective settings (origin):")
-        rows = [l for l in lines[start + 1:] if l.startswith("  ")]
+        # The settings block: the indented rows after its header, up to the first line that is not (the server
+        # report follows it).
+        rows = []
+        for line in lines[start + 1:]:
+            if not line.startswith("  "):
+                break
+            rows.append(line)
         self.assertGreater(len(rows), 30, r.out)
         value_cols, origin_cols = set(), set()
         for row in rows:
