@@ -46,7 +46,7 @@ print(f"chaos.sh: held parents (the copy-only sweep keeping a row the source sti
 print(f"chaos.sh: restore rounds {g('rounds_restore')} (--keep-archive {g('rounds_restore_keep')}): roots restored "
       f"{g('restored_roots')} (written by the application after {g('restored_written')}), restore runs SIGKILLed {g('kills_restore')}, unrestored {g('unrestored')} (failures), "
       f"diamond roots blocked {g('restore_blocked')}, conflicts after --keep-archive {g('restore_keep_conflicts')}, "
-      f"rows a --keep-archive rerun after a kill restored again (known bug, test_restore_live.py) {g('resurrected')} in "
+      f"rows a --keep-archive rerun after a kill restored again (fixed in 7a08fd2, a failure unless CHAOS_ALLOW_RESURRECTED=1) {g('resurrected')} in "
       f"{g('rounds_resurrected')} rounds")
 print(f"chaos.sh: fault points that killed {len(d.get('points', {}))}: "
       + ", ".join(f"{p} {n}" for p, n in sorted(d.get("points", {}).items())))

@@ -252,7 +252,7 @@ def closing_table():
             ("  restore: diamond roots blocked / roots in conflict after --keep-archive (allowed)",
              f"{s['restore_blocked']} / {s['restore_keep_conflicts']}"),
             ("  restore: unrestored (failures) / rows a --keep-archive rerun after a kill restored again (rounds; "
-             "known bug)", f"{s['unrestored']} / {s['resurrected']} ({s['rounds_resurrected']})"),
+             "failures; fixed in 7a08fd2)", f"{s['unrestored']} / {s['resurrected']} ({s['rounds_resurrected']})"),
             ("  restore: archive refused after a killed restore / restore after a killed archive",
              f"{s['refused_archive_after_restore']} / {s['refused_restore_after_archive']}"),
             ("  rounds with a fault beyond SIGKILL", s["rounds_fault"]),
