@@ -17,7 +17,16 @@
 # row must not grow with the archive: issue 34), 10 purge of a log table (AUTO_INCREMENT key, DATETIME `where`)
 # against pt-archiver --purge --bulk-delete, 11 restore of the shop tree (archived first, untimed): goarchive restore
 # --where 1=1 against pt-archiver the other way (per table, parents first, bulk), and against scenario 2's archive
-# time. Each tool/dataset pair runs
+# time, 12 an events table in 24 monthly RANGE COLUMNS(created) partitions and a MAXVALUE one, keyed by (id, created),
+# its older half (whole partitions) archived: goarchive purge and archive (partition path, `partitions` at its default
+# "auto") against pt-archiver --purge --bulk-delete and pt-archiver bulk, goarchive's row path on the same table
+# (`partitions = "off"`) against pt-archiver bulk, the source's binlog bytes per archived row of each, and the
+# application's waits measured by a probe (scripts/bench_probe.py, one single-row statement every 5 ms, each waits
+# as long as the server makes it): during goarchive's detaches, without and with a transaction that holds a row of
+# the table for BENCH_HOLD seconds; and its UPDATEs of rows near the archive's front during a row-path archive, of
+# goarchive and of pt-archiver (p50 / p99 / max ms; the 2 s before each tool starts give the idle figures). A
+# goarchive that does not know the `partitions` key yet takes the row path everywhere (the report says so). Each
+# tool/dataset pair runs
 # BENCH_REPEAT times, alternating, on fresh identical data; the table shows medians and the min-max spread, and for
 # goarchive the median seconds per phase (from the run summary in the registry's runs.summary). Every row also
 # shows the machine's busy CPU seconds during the run (/proc/stat: both servers, the tool, the kernel), and the
@@ -30,12 +39,14 @@
 # Environment:
 #   BENCH_DIR=/tmp/goarchive-bench   server data, configs, logs (wiped at start, and at the end unless BENCH_KEEP=1)
 #   BENCH_SOURCE_PORT=24306 BENCH_REPLICA_PORT=24307 BENCH_DEST_PORT=24308
-#   BENCH_EVENTS, BENCH_ORDERS, BENCH_EMPLOYEES, BENCH_KEY_ROWS, BENCH_SCALE_N, BENCH_DATED, BENCH_LOGS
-#                                    sizes (defaults by mode; scenario 9's archive holds 10 x BENCH_DATED / 2)
+#   BENCH_EVENTS, BENCH_ORDERS, BENCH_EMPLOYEES, BENCH_KEY_ROWS, BENCH_SCALE_N, BENCH_DATED, BENCH_LOGS, BENCH_PARTS
+#                                    sizes (defaults by mode; scenario 9's archive holds 10 x BENCH_DATED / 2;
+#                                    BENCH_PARTS: scenario 12's partitioned table, 2,000,000 rows, quick 60,000)
+#   BENCH_HOLD=5                     seconds scenario 12's long transaction holds its row of the table
 #   BENCH_REPEAT=3                   runs of every tool/dataset pair (pt-archiver plain runs once)
 #   BENCH_TIMEOUT=seconds            per run (default 3600, quick 300)
 #   BENCH_KEEP=1                     leave the servers running and their data in place
-#   BENCH_ONLY="2 6"                 run only these scenarios (1, 2, 4 to 10 above; 3, the floors, runs with
+#   BENCH_ONLY="2 6"                 run only these scenarios (1, 2, 4 to 12 above; 3, the floors, runs with
 #                                    1, 2 and 5); targets of scenarios not run print SKIP
 #   BENCH_BIN=path                   measure this goarchive binary instead of building build-release (A/B runs)
 set -euo pipefail
@@ -60,19 +71,20 @@ done
 if ((QUICK)); then
   N_EVENTS=${BENCH_EVENTS:-20000} N_ORDERS=${BENCH_ORDERS:-4000} N_SCALE=${BENCH_SCALE_N:-5000}
   N_EMPLOYEES=${BENCH_EMPLOYEES:-2000} N_KEY_ROWS=${BENCH_KEY_ROWS:-10000}
-  N_DATED=${BENCH_DATED:-20000} N_LOGS=${BENCH_LOGS:-20000}
+  N_DATED=${BENCH_DATED:-20000} N_LOGS=${BENCH_LOGS:-20000} N_PARTS=${BENCH_PARTS:-60000}
   RUN_TIMEOUT=${BENCH_TIMEOUT:-300}
 else
   N_EVENTS=${BENCH_EVENTS:-1000000} N_ORDERS=${BENCH_ORDERS:-200000} N_SCALE=${BENCH_SCALE_N:-250000}
   N_EMPLOYEES=${BENCH_EMPLOYEES:-100000} N_KEY_ROWS=${BENCH_KEY_ROWS:-500000}
-  N_DATED=${BENCH_DATED:-240000} N_LOGS=${BENCH_LOGS:-344000}
+  N_DATED=${BENCH_DATED:-240000} N_LOGS=${BENCH_LOGS:-344000} N_PARTS=${BENCH_PARTS:-2000000}
   RUN_TIMEOUT=${BENCH_TIMEOUT:-3600}
 fi
 REPEAT=${BENCH_REPEAT:-3}
+HOLD=${BENCH_HOLD:-5}
 ONLY=${BENCH_ONLY:-}
 for n in $ONLY; do
-  [[ $n =~ ^([124-9]|1[01])$ ]] || {
-    echo "bench.sh: BENCH_ONLY takes scenario numbers 1, 2 and 4 to 11 (e.g. BENCH_ONLY=\"2 6\"; the floors, 3, run with 1, 2 and 5), not $n" >&2
+  [[ $n =~ ^([124-9]|1[012])$ ]] || {
+    echo "bench.sh: BENCH_ONLY takes scenario numbers 1, 2 and 4 to 12 (e.g. BENCH_ONLY=\"2 6\"; the floors, 3, run with 1, 2 and 5), not $n" >&2
     exit 2
   }
 done
@@ -88,7 +100,12 @@ want() {
   return 1
 }
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_REPEAT must be a positive integer" >&2; exit 2; }
-readonly QUICK N_EVENTS N_ORDERS N_EMPLOYEES N_KEY_ROWS N_SCALE N_DATED N_LOGS RUN_TIMEOUT REPEAT
+[[ $HOLD =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: BENCH_HOLD must be a positive number of seconds" >&2; exit 2; }
+if [[ ! $N_PARTS =~ ^[1-9][0-9]*$ ]] || ((N_PARTS < 1000)); then
+  echo "bench.sh: BENCH_PARTS must be a whole number of at least 1000" >&2
+  exit 2
+fi
+readonly QUICK N_EVENTS N_ORDERS N_EMPLOYEES N_KEY_ROWS N_SCALE N_DATED N_LOGS N_PARTS RUN_TIMEOUT REPEAT HOLD
 readonly CHUNK=50000 # ids per DELETE statement of the floor
 readonly BATCH=1000  # goarchive batch_size, pt-archiver --limit
 
@@ -307,6 +324,21 @@ make_dated() {
   PREFILL[dated10]=$((10 * ARCH_ROWS[dated10]))
 }
 
+# The partitioned events table (scenario 12): dataset parts, its older half (2023, whole partitions) archived.
+make_parts() {
+  local ds=parts
+  log "generating $N_PARTS partitioned events"
+  {
+    echo "SET SESSION sql_log_bin = 0; USE bench_pristine; SET @rows = $N_PARTS;"
+    cat bench/parts_schema.sql bench/parts_data.sql
+    echo "ANALYZE TABLE part_events;"
+  } | sq source >/dev/null
+  MID[$ds]=2024-01-01
+  TABLES[$ds]=part_events SCHEMA[$ds]=bench/parts_schema.sql
+  JOIN[$ds.part_events]="" COND[$ds.part_events]="t.created < '${MID[$ds]}'"
+  expectations "$ds"
+}
+
 pristine_table() { case $1 in events_*) echo "$1" ;; *) echo "$2" ;; esac; }
 join_for() { local j=${JOIN[$1.$2]}; echo "${j//@DB@/$3}"; }
 
@@ -346,14 +378,12 @@ expectations() {
 }
 
 # Fresh working copies: the source tables from the pristine data, empty destination tables, no registry.
-readonly ALL_TABLES="shipment_items, shipments, payments, order_items, orders, events, salaries, titles, dept_emp,
-  dept_manager, employees, departments, uuid_items, tenant_items, dated_events"
 reset_dataset() {
   local ds=$1 t schema=${SCHEMA[$1]:-}
   case $ds in shop) schema=bench/shop_schema.sql ;; events_*) schema=bench/events.sql ;; esac
   {
-    echo "SET SESSION sql_log_bin = 0, SESSION foreign_key_checks = 0; USE bench;"
-    echo "DROP TABLE IF EXISTS $ALL_TABLES;"
+    echo "SET SESSION sql_log_bin = 0, SESSION foreign_key_checks = 0;"
+    echo "DROP DATABASE IF EXISTS bench; CREATE DATABASE bench; USE bench;" # no table of an earlier run survives
     cat "$schema"
     if [ "$ds" = employees ]; then
       cat bench/employees_departments.sql
@@ -364,8 +394,8 @@ reset_dataset() {
     echo "ANALYZE TABLE ${TABLES[$ds]// /, };"
   } | sq source >/dev/null
   {
-    echo "SET SESSION sql_log_bin = 0; USE bench_archive;"
-    echo "DROP TABLE IF EXISTS $ALL_TABLES;"
+    echo "SET SESSION sql_log_bin = 0;"
+    echo "DROP DATABASE IF EXISTS bench_archive; CREATE DATABASE bench_archive; USE bench_archive;"
     cat "$schema"
     if [ -n "${PREFILL[$ds]:-}" ]; then
       echo "SET @prefill = ${PREFILL[$ds]};"
@@ -424,6 +454,16 @@ verify() {
       ok=1
     fi
   done
+  # No side table of the partition path left behind: the source database holds the partitioned table and the row
+  # path's commit marks (goarchive_commits) alone.
+  if [ "$ds" = parts ]; then
+    src=$(sq source -e "SELECT GROUP_CONCAT(TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'bench'
+                        AND TABLE_NAME NOT IN ('part_events', 'goarchive_commits')")
+    if [ "$src" != NULL ]; then
+      log "VERIFY FAILED ($label) the source database holds tables besides part_events: $src"
+      ok=1
+    fi
+  fi
   ((ok == 0)) && log "verified ($label): ${ARCH_ROWS[$ds]} rows on the destination, the rest on the source, checksums match"
   return "$ok"
 }
@@ -447,7 +487,10 @@ cpu_split() {
 # Per result key: its scenario|tool|dataset, the seconds and peak RSS of every verified run (space-separated), the
 # goarchive phase seconds per run, and the first failure.
 KEYS=()
-declare -A META SECS_ALL RSS_ALL CPU_ALL SRC_ALL DST_ALL PH_ALL STATUS SECS RSS CPU SRC DST
+declare -A META SECS_ALL RSS_ALL CPU_ALL SRC_ALL DST_ALL PH_ALL STATUS SECS RSS CPU SRC DST BINLOG_ALL
+# Bytes in the source's binary logs (settle leaves one fresh file): a run's difference is the binlog it caused.
+binlog_bytes() { sq source -e "SHOW BINARY LOGS" | awk '{ s += $2 } END { printf "%.0f", s }'; }
+BINLOG0=0 # binlog_bytes before the run record is called for
 
 # record KEY SCENARIO TOOL DS SECONDS RSS_MB RC LOGFILE CPU_SPLIT: verifies and records one run (CPU_SPLIT:
 # cpu_split's "busy source destination" seconds).
@@ -469,6 +512,7 @@ record() {
     verify "$ds" "$tool" || status="VERIFY FAILED"
   fi
   if [ "$status" = ok ]; then
+    BINLOG_ALL[$key]+=" $(($(binlog_bytes) - BINLOG0))"
     SECS_ALL[$key]+=" $secs"
     RSS_ALL[$key]+=" $rss"
     CPU_ALL[$key]+=" $cpu"
@@ -500,13 +544,20 @@ stat_of() { # which values
 }
 
 # goarchive COMMAND (default archive) on DS with its config template; peak RSS from /usr/bin/time -v.
+# ga_config DS TEMPLATE CFG: the template with the servers and DS's `where` filled in, and JOB_EXTRA (a line of the
+# job's section, the template's last) appended.
+ga_config() {
+  sed -e "s/@SOURCE_PORT@/$GA_SOURCE_PORT/; s/@DEST_PORT@/$GA_DEST_PORT/" \
+    -e "s/@WHERE@/${COND[$1.$(first_table "$1")]#t.}/" "bench/$2" >"$3"
+  [ -z "${JOB_EXTRA:-}" ] || echo "$JOB_EXTRA" >>"$3"
+}
 run_goarchive() {
   local key=$1 scenario=$2 tool=$3 ds=$4 template=$5 job=$6 command=${7:-archive} cfg="$WORK/$1.toml" logf="$WORK/$1.log"
   local t0 t1 b0 b1 rc=0 rss
-  sed -e "s/@SOURCE_PORT@/$GA_SOURCE_PORT/; s/@DEST_PORT@/$GA_DEST_PORT/" \
-    -e "s/@WHERE@/${COND[$ds.$(first_table "$ds")]#t.}/" "bench/$template" >"$cfg"
+  ga_config "$ds" "$template" "$cfg"
   reset_dataset "$ds"
   log "run: $scenario: $tool"
+  BINLOG0=$(binlog_bytes)
   t0=$(now) b0=$(cpu_mark)
   timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/$key.time" "$BIN" "$command" -c "$cfg" -j "$job" --no-progress \
     >"$logf" 2>&1 || rc=$?
@@ -555,6 +606,7 @@ run_pt() {
   reset_dataset "$ds"
   tables=$(echo "${TABLES[$ds]}" | tr ' ' '\n' | tac | tr '\n' ' ') # child-first
   log "run: $scenario: $tool"
+  BINLOG0=$(binlog_bytes)
   t0=$(now) b0=$(cpu_mark)
   (
     for t in $tables; do pt_archiver "$ds" "$t" "$mode" || exit $?; done
@@ -667,6 +719,92 @@ run_restore_pt() { # key scenario
     "$(cpu_split "$b0" "$b1")"
 }
 
+# Scenario 12's application waits. probe_run KEY LABEL MODE TOOL [HOLD]: on fresh data, the probe
+# (scripts/bench_probe.py, MODE kept: INSERTs and UPDATEs in the kept half; front: UPDATEs near the archive's
+# front) runs 2 s alone (the idle figures), then beside TOOL (ga-auto, ga-off: goarchive archive with `partitions` at
+# its default or "off"; pt: pt-archiver bulk); with HOLD, a transaction of the application updates the table's last
+# row and holds it HOLD seconds, from just before the tool starts. A goarchive run that left rows behind (a detach
+# given up while the transaction held the table) is run again, untimed, after the transaction ended; then the
+# result is verified like any run. Records the probe's count, p50, p99 and max ms while the tool ran, and idle.
+declare -A WAIT_ALL WAIT_META
+WAIT_KEYS=()
+probe_run() {
+  local key=$1 label=$2 mode=$3 tool=$4 hold=${5:-} logf="$WORK/$1.log" out="$WORK/$1.probe" ready="$WORK/$1.ready"
+  local cfg="$WORK/$1.toml" ppid hpid="" t_idle t0 t1 rc=0 reruns=0 left deadline ok=1 run idle
+  [ -n "${WAIT_META[$key]:-}" ] || WAIT_KEYS+=("$key")
+  WAIT_META[$key]=$label
+  case $tool in
+    ga-auto) JOB_EXTRA="" ga_config parts parts.toml "$cfg" ;;
+    ga-off) ga_config parts parts.toml "$cfg" ;; # JOB_EXTRA from the caller
+  esac
+  reset_dataset parts
+  rm -f "$out" "$ready"
+  /usr/bin/python3 scripts/bench_probe.py run --port "$GA_SOURCE_PORT" --rows "$N_PARTS" --mode "$mode" \
+    --out "$out" --ready "$ready" 2>"$WORK/$key.probe.err" &
+  ppid=$!
+  deadline=$((SECONDS + 30))
+  until [ -e "$ready" ]; do
+    if ! kill -0 "$ppid" 2>/dev/null || ((SECONDS >= deadline)); then
+      cat "$WORK/$key.probe.err" >&2
+      die "$key: the probe did not start"
+    fi
+    sleep 0.1
+  done
+  t_idle=$(now)
+  sleep 2
+  if [ -n "$hold" ]; then
+    app source -D bench -N -e "BEGIN; UPDATE part_events SET user_id = user_id WHERE id = $N_PARTS
+      AND created = '$(sq source -e "SELECT created FROM bench_pristine.part_events WHERE id = $N_PARTS")';
+      SELECT SLEEP($hold); COMMIT" \
+      >"$WORK/$key.hold.log" 2>&1 &
+    hpid=$!
+    deadline=$((SECONDS + 10))
+    until [ "$(sq source -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP($hold)'")" = 1 ]; do
+      ((SECONDS < deadline)) || die "$key: the long transaction did not start (see $WORK/$key.hold.log)"
+      sleep 0.05
+    done
+  fi
+  log "run: $label"
+  t0=$(now)
+  case $tool in
+    pt) pt_archiver parts part_events fast >"$logf" 2>&1 || rc=$? ;;
+    *) timeout "$RUN_TIMEOUT" "$BIN" archive -c "$cfg" -j bench_part_events --no-progress >"$logf" 2>&1 || rc=$? ;;
+  esac
+  t1=$(now)
+  kill -TERM "$ppid"
+  wait "$ppid" || { cat "$WORK/$key.probe.err" >&2; die "$key: the probe failed"; }
+  [ -z "$hpid" ] || wait "$hpid" || die "$key: the long transaction failed (see $WORK/$key.hold.log)"
+  if [ "$tool" != pt ]; then
+    while ((reruns < 3)); do
+      left=$(sq source -e "SELECT COUNT(*) FROM bench.part_events WHERE ${COND[parts.part_events]//t./}")
+      ((rc != 0 || left > 0)) || break
+      log "$key: goarchive exited $rc and left $left rows; running it again (untimed)"
+      reruns=$((reruns + 1))
+      rc=0
+      "$BIN" archive -c "$cfg" -j bench_part_events --no-progress >>"$logf" 2>&1 || rc=$?
+    done
+  fi
+  if ((rc != 0)); then
+    log "$label: exit $rc; tail of $logf:"
+    tail -n 15 "$logf" >&2 || true
+    ok=0
+  fi
+  verify parts "$label" || ok=0
+  if ((!ok)); then
+    WAIT_META[$key.status]="FAILED"
+    FAILED=1
+    return 0
+  fi
+  run=$(/usr/bin/python3 scripts/bench_probe.py summary "$out" "$t0" "$t1")
+  idle=$(/usr/bin/python3 scripts/bench_probe.py summary "$out" "$t_idle" "$t0")
+  read -r n50 p50 p99 pmax <<<"$run"
+  WAIT_ALL[$key.n]+=" $n50" WAIT_ALL[$key.p50]+=" $p50" WAIT_ALL[$key.p99]+=" $p99" WAIT_ALL[$key.max]+=" $pmax"
+  read -r n50 p50 p99 pmax <<<"$idle"
+  WAIT_ALL[$key.ip50]+=" $p50" WAIT_ALL[$key.ip99]+=" $p99" WAIT_ALL[$key.imax]+=" $pmax"
+  WAIT_ALL[$key.secs]+=" $(secs "$t0" "$t1")" WAIT_ALL[$key.reruns]+=" $reruns"
+  log "$label: ${ARCH_ROWS[parts]} rows in $(secs "$t0" "$t1")s ($reruns reruns); probe while it ran: $run (count p50 p99 max ms), idle: $idle"
+}
+
 # -- scenarios --------------------------------------------------------------------------------------------------
 EV=events_$N_EVENTS
 ! want 1 || make_events "$N_EVENTS"
@@ -674,6 +812,20 @@ EV=events_$N_EVENTS
 ! want 5 || make_employees
 { ! want 6 && ! want 7; } || make_keys
 { ! want 8 && ! want 9; } || make_dated
+# Scenario 12's row path takes `partitions = "off"` when this goarchive knows the key (an older one refuses it as an
+# unknown key and takes the row path anyway).
+PARTS_OFF='partitions = "off"' PARTS_NOTE=""
+if want 12; then
+  make_parts
+  JOB_EXTRA=$PARTS_OFF ga_config parts parts.toml "$WORK/parts-key.toml"
+  if "$BIN" validate -c "$WORK/parts-key.toml" -j bench_part_events >"$WORK/parts-key.log" 2>&1 ||
+    ! grep -q "unknown key [a-z_.]*partitions;" "$WORK/parts-key.log"; then
+    log "this goarchive knows the partitions key: scenario 12 measures the partition path and the row path"
+  else
+    PARTS_OFF="" PARTS_NOTE=" [no partitions key: row path]"
+    log "this goarchive does not know the partitions key: every scenario 12 run takes the row path"
+  fi
+fi
 LG=events_$N_LOGS
 ! want 10 || make_events "$N_LOGS"
 if want 4; then
@@ -682,10 +834,11 @@ if want 4; then
 fi
 S1="1 single table" S2="2 FK tree (5 tables)" S5="5 employees tree (5)" S6="6 UUID CHAR(36) key" S7="7 composite root key"
 S8="8 (id, DATE) key, empty" S9="9 (id, DATE), archive 10N" S10="10 purge log table" S11="11 restore FK tree (5)"
+S12P="12 partitions: purge" S12A="12 partitions: archive" S12R="12 partitioned, row path"
 GA="goarchive archive (sha256)"
 # The result a pt-archiver or floor row is compared with.
 declare -A GA_FOR=([pt1fast]=ga1 [pt1plain]=ga1 [floor1]=ga1 [pt2]=ga2 [floor2]=ga2 [pt5]=ga5 [floor5]=ga5
-  [pt6]=ga6 [pt7]=ga7 [pt8]=ga8 [pt9]=ga9 [pt10]=ga10 [pt11]=ga11)
+  [pt6]=ga6 [pt7]=ga7 [pt8]=ga8 [pt9]=ga9 [pt10]=ga10 [pt11]=ga11 [pt12purge]=ga12purge [pt12arch]=ga12arch)
 for ((rep = 1; rep <= REPEAT; rep++)); do
   log "== round $rep of $REPEAT"
   if want 1; then
@@ -729,6 +882,19 @@ for ((rep = 1; rep <= REPEAT; rep++)); do
   if want 11; then
     run_restore_ga ga11 "$S11"
     run_restore_pt pt11 "$S11"
+  fi
+  if want 12; then
+    PURGING=1
+    run_goarchive ga12purge "$S12P" "goarchive purge (partitions auto)$PARTS_NOTE" parts parts.toml bench_part_events purge
+    run_pt pt12purge "$S12P" "pt-archiver --purge --bulk-delete" parts purge
+    PURGING=0
+    run_goarchive ga12arch "$S12A" "$GA, partitions auto$PARTS_NOTE" parts parts.toml bench_part_events
+    run_pt pt12arch "$S12A" "pt-archiver fastest (bulk)" parts fast
+    JOB_EXTRA=$PARTS_OFF run_goarchive ga12row "$S12R" "$GA, partitions off" parts parts.toml bench_part_events
+    probe_run w12detach "goarchive archive (auto), no long transaction$PARTS_NOTE" kept ga-auto
+    probe_run w12hold "goarchive archive (auto), a transaction holds a row ${HOLD}s$PARTS_NOTE" kept ga-auto "$HOLD"
+    JOB_EXTRA=$PARTS_OFF probe_run w12rowga "goarchive archive (partitions off), front rows" front ga-off
+    probe_run w12rowpt "pt-archiver fastest (bulk), front rows" front pt
   fi
   if want 4; then
     run_goarchive scaleN "4 scaling N=$N_SCALE" "$GA" "events_$N_SCALE" events.toml bench_events
@@ -823,6 +989,27 @@ check "restore FK tree: goarchive restore time / its archive time (scenario 2)" 
   "$(ratio "${SECS[ga11]:-}" "${SECS[ga2]:-}")" "v <= 1.3" "<= 1.3"
 check "purge log table: goarchive speed / pt-archiver --purge bulk" "$(ratio "${SECS[pt10]:-}" "${SECS[ga10]:-}")" \
   "v >= 2" ">= 2"
+check "partitions: purge speed, goarchive / pt-archiver --purge bulk" \
+  "$(ratio "${SECS[pt12purge]:-}" "${SECS[ga12purge]:-}")" "v >= 100" ">= 100"
+check "partitions: archive speed, goarchive / pt-archiver bulk" "$(ratio "${SECS[pt12arch]:-}" "${SECS[ga12arch]:-}")" \
+  "v >= 3" ">= 3"
+check "partitioned, row path (partitions off): speed / pt-archiver bulk" \
+  "$(ratio "${SECS[pt12arch]:-}" "${SECS[ga12row]:-}")" "v >= 2" ">= 2"
+wait_of() { stat_of median "${WAIT_ALL[$1]:-}"; }
+check "partitions: application's max wait (ms) during the detaches" "$(wait_of w12detach.max)" "v <= 1100" \
+  "<= 1100: lock_wait_timeout 1 s + 10%"
+check "partitions: same, a transaction holding a row ${HOLD}s (max ms)" "$(wait_of w12hold.max)" "v <= 1100" \
+  "<= 1100: lock_wait_timeout 1 s + 10%"
+check "row path: application's p99 update wait, goarchive / pt-archiver" \
+  "$(ratio "$(wait_of w12rowga.p99)" "$(wait_of w12rowpt.p99)")" "v <= 1" "<= 1"
+check "row path beside the probe: goarchive speed / pt-archiver's" \
+  "$(ratio "$(wait_of w12rowpt.secs)" "$(wait_of w12rowga.secs)")" "v >= 1" ">= 1"
+bpr() { # binlog bytes per archived row of KEY's median
+  local b
+  b=$(stat_of median "${BINLOG_ALL[$1]:-}")
+  [ -z "$b" ] || awk -v b="$b" -v r="${ARCH_ROWS[parts]:-0}" 'BEGIN { if (r > 0) printf "%.2f", b / r }'
+}
+check "partitions: source binlog bytes per archived row (archive)" "$(bpr ga12arch)" "v < 1" "< 1: statements, no rows"
 check "memory: peak RSS(4N) / RSS(N)" "$(ratio "${RSS[scale4N]:-}" "${RSS[scaleN]:-}")" "v <= 1.10" "<= 1.10"
 check "memory: peak RSS(4N) in MB" "${RSS[scale4N]:-}" "v < 200" "< 200"
 check "linear cost: time(4N) / time(N)" "$(ratio "${SECS[scale4N]:-}" "${SECS[scaleN]:-}")" "v <= 4.4" "<= 4.4"
@@ -846,6 +1033,9 @@ ceiling "employees tree" pt5 ga5
 ceiling "(id, DATE) key" pt8 ga8
 ceiling "(id, DATE) key, archive 10N" pt9 ga9
 ceiling "purge log table" pt10 ga10
+ceiling "partitions: purge" pt12purge ga12purge
+ceiling "partitions: archive" pt12arch ga12arch
+ceiling "partitioned, row path" pt12arch ga12row
 linear=$(ratio "${CPU[scale4N]:-}" "${CPU[scaleN]:-}")
 printf '  %-40s %s\n' "linear cost: CPU(4N) / CPU(N)" "${linear:--}"
 echo
@@ -877,7 +1067,38 @@ where_cpu "employees tree" pt5 ga5
 where_cpu "(id, DATE) key" pt8 ga8
 where_cpu "(id, DATE), archive 10N" pt9 ga9
 where_cpu "purge log table" pt10 ga10
+where_cpu "partitions: purge" pt12purge ga12purge
+where_cpu "partitions: archive" pt12arch ga12arch
+where_cpu "partitioned, row path" pt12arch ga12row
 echo
+if want 12; then
+  # The binlog each tool made the source write for scenario 12's rows: the partition path writes statements (the
+  # detach, the drop), the row paths a row image per deleted row.
+  echo "Binlog (scenario 12, ${ARCH_ROWS[parts]} rows archived of $N_PARTS): bytes the source wrote to its binary log, median,"
+  echo "and per archived row:"
+  for key in ga12arch ga12purge ga12row pt12arch pt12purge; do
+    [ -n "${META[$key]:-}" ] || continue
+    IFS='|' read -r scenario tool ds <<<"${META[$key]}"
+    printf '  %-24s %-48s %12s bytes %10s bytes/row\n' "$scenario" "$tool" \
+      "$(stat_of median "${BINLOG_ALL[$key]:-}" | sed 's/\.00$//')" "$(bpr "$key")"
+  done
+  echo
+  echo "Application waits (scenario 12): the probe's single-row statements, ms, medians of $REPEAT runs; 'idle' = the 2 s"
+  echo "before the tool started, 'while' = while it ran; kept = INSERTs and UPDATEs in the kept half (any statement waits"
+  echo "for a detach's metadata lock), front = UPDATEs of rows at most 2000 ids past the lowest id left:"
+  printf '  %-72s %7s %8s %19s %19s %6s\n' "run" seconds statements "idle p50/p99/max" "while p50/p99/max" reruns
+  for key in "${WAIT_KEYS[@]}"; do
+    if [ -n "${WAIT_META[$key.status]:-}" ] && [ -z "${WAIT_ALL[$key.p50]:-}" ]; then
+      printf '  %-72s %s\n' "${WAIT_META[$key]}" "${WAIT_META[$key.status]}"
+      continue
+    fi
+    printf '  %-72s %7s %8s %19s %19s %6s%s\n' "${WAIT_META[$key]}" "$(wait_of "$key.secs")" "$(wait_of "$key.n" | sed 's/\.00$//')" \
+      "$(wait_of "$key.ip50")/$(wait_of "$key.ip99")/$(wait_of "$key.imax")" \
+      "$(wait_of "$key.p50")/$(wait_of "$key.p99")/$(wait_of "$key.max")" "$(wait_of "$key.reruns" | sed 's/\.00$//')" \
+      "${WAIT_META[$key.status]:+  (a run ${WAIT_META[$key.status]})}"
+  done
+  echo
+fi
 log "done in ${SECONDS}s"
 if ((FAILED)); then
   echo "bench.sh: at least one run failed or did not verify (see above); logs in $WORK" >&2
