@@ -112,6 +112,7 @@ struct Flags {
   std::optional<double> sleep, progress_interval;
   std::optional<long long> max_threads_running, critical_threads_running;
   std::optional<std::string> throttle_query;
+  std::optional<std::string> partitions;     // --partitions auto|off
   std::map<std::string, std::string> hooks;  // --on-success CMD, ...
   std::string socket;                        // ctl --socket PATH
   std::vector<std::string> request;          // ctl's words: status, pause, resume, stop, set KEY=VALUE
@@ -210,6 +211,11 @@ Commands define_commands(CLI::App& app, Flags& f) {
   c.ctl->add_option("request", f.request, "status | pause | resume | stop | set batch_size=N | set sleep=S")
       ->required();
   c.version = app.add_subcommand("version", "Version, git commit, library versions");
+  for (auto* s : {c.archive, c.copy_only, c.purge, c.dry_run, c.validate, c.plan}) {
+    s->add_option("--partitions", f.partitions,
+                  "auto: whole partitions inside where leave as one (archive, purge); off: every row by the row path")
+        ->check(CLI::IsMember({"auto", "off"}));
+  }
   for (auto* s : {c.archive, c.purge, c.dry_run, c.validate}) {
     s->add_flag("--force-triggers", f.force_triggers,
                 "Let the source tables' DELETE triggers fire on each delete, stating what each does (force_triggers)");
@@ -228,11 +234,14 @@ config::Overrides overrides_of(const Flags& f) {
   o.throttle_query = f.throttle_query;
   o.hooks = f.hooks;
   o.force_triggers = f.force_triggers;
+  o.partitions = f.partitions;
   return o;
 }
 
 int plan_command(Flags& f) {
-  config::Config cfg = load(f.g);
+  config::Overrides o;
+  o.partitions = f.partitions;
+  config::Config cfg = load(f.g, o);
   if (f.job.empty()) {
     if (cfg.jobs.size() != 1) {
       throw ConfigError("plan needs -j/--job NAME: the config defines " + std::to_string(cfg.jobs.size()) + " jobs");
@@ -322,6 +331,7 @@ int dispatch(const Commands& c, Flags& f) {
   if (c.validate->parsed()) {
     config::Overrides o;
     o.force_triggers = f.force_triggers;
+    o.partitions = f.partitions;
     return app::validate(load(f.g, o), f.job.empty() ? std::nullopt : std::optional<std::string>(f.job), f.g.verbose,
                          format_of(f.format));
   }

@@ -123,6 +123,12 @@ struct Job {
   // archive and purge refuse a source table with a DELETE trigger; true lets it fire on each delete, and every run
   // states what it does (force_triggers = true, or --force-triggers).
   bool force_triggers = false;
+  // A RANGE-partitioned root table with no relations: "auto" detaches every partition wholly inside `where` and
+  // archives (or purges) it whole (pipeline/partition_path.h); "off" takes the row path for every row.
+  std::string partitions = "auto";
+  // Seconds each DDL of the partition path waits for the table's metadata lock before it gives up (the session's
+  // lock_wait_timeout): the application's statements queue behind a waiting DDL for at most this long.
+  long long ddl_lock_wait_timeout = 1;
 };
 
 // Where an effective value came from, for `validate -v`.
@@ -166,6 +172,7 @@ struct Overrides {
   std::optional<std::string> log_file;
   std::map<std::string, std::string> hooks;  // "on_success" -> command, from --on-success ...
   bool force_triggers = false;                // --force-triggers: every job's force_triggers
+  std::optional<std::string> partitions;      // --partitions auto|off: every job's partitions
 };
 
 // Loads and validates a config file. `env` is the process environment (injectable for tests).

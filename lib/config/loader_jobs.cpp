@@ -162,6 +162,20 @@ void Loader::read_job(const std::string& name, const toml::table& t, const std::
   if (o.force_triggers) job.force_triggers = true;
   set(prefix + ".force_triggers", job.force_triggers ? "true" : "false",
       o.force_triggers ? Origin::flag : r.get("force_triggers") ? Origin::job_block : Origin::default_value);
+  if (auto v = r.string("partitions")) {
+    if (*v != "auto" && *v != "off") {
+      throw ConfigError(fmt::format("{}: {}.partitions = \"{}\" is not a choice; use \"auto\" (whole partitions "
+                                    "inside where leave as one) or \"off\" (every row by the row path)",
+                                    r.where(*r.get("partitions")), prefix, *v));
+    }
+    job.partitions = *v;
+  }
+  if (o.partitions) job.partitions = *o.partitions;
+  set(prefix + ".partitions", job.partitions,
+      o.partitions ? Origin::flag : r.get("partitions") ? Origin::job_block : Origin::default_value);
+  if (auto v = r.integer("ddl_lock_wait_timeout", 1, 60)) job.ddl_lock_wait_timeout = *v;
+  set(prefix + ".ddl_lock_wait_timeout", std::to_string(job.ddl_lock_wait_timeout),
+      r.get("ddl_lock_wait_timeout") ? Origin::job_block : Origin::default_value);
   if (const toml::node* rels = r.get("relations")) {
     const toml::array* arr = rels->as_array();
     if (!arr) r.type_error("relations", *rels, "an array of tables ([[jobs.<name>.relations]])");

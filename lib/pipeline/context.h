@@ -92,6 +92,9 @@ struct Context {
   bool source_fk_checks = false;
   // restore --keep-archive: the rows go back into the source and stay in the archive too.
   bool keep_archive = false;
+  // A condition the keyset read of new roots adds to `where`: the rows of partitions the partition path left in
+  // the table for a later run (partition_path.h); "" for none.
+  std::string row_exclusion{};
 
   // The index each statement by key names (FORCE INDEX), per server and table, read once (key_index.h).
   mutable KeyIndexes indexes{};

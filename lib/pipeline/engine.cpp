@@ -28,7 +28,8 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
       m_proof(m_ctx), m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_log(m_ctx), m_remover(m_ctx, m_tree, m_log),
       m_stages(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log), m_recovery(m_ctx, m_log, m_stages),
       m_sweep(m_ctx, m_tree, m_writer),
-      m_loop(m_ctx, m_reader, m_stages), m_restore(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log) {
+      m_loop(m_ctx, m_reader, m_stages), m_restore(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log),
+      m_partitions(m_ctx) {
   m_ctx.proof = &m_proof;
   // Unknown (the query failed) counts as off: every batch then takes the locked re-read.
   try {
@@ -47,8 +48,9 @@ bool Engine::run() {
   }
   m_stages.start();
   m_recovery.review_conflicts(m_tree);
-  bool completed = m_recovery.run(m_batch_no) && m_sweep.run();
+  bool completed = m_recovery.run(m_batch_no) && m_sweep.run() && m_partitions.run();
   if (completed) {
+    m_ctx.row_exclusion = m_partitions.exclusion();
     m_stages.start();  // the sweep may have forgotten marks
     completed = m_loop.run(m_batch_no);
   }

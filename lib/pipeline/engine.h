@@ -14,6 +14,7 @@
 #include "pipeline/definitions.h"
 #include "pipeline/destination_writer.h"
 #include "pipeline/loop.h"
+#include "pipeline/partition_path.h"
 #include "pipeline/recovery.h"
 #include "pipeline/remover.h"
 #include "pipeline/restore.h"
@@ -68,6 +69,7 @@ private:
   CopySweep m_sweep;
   Loop m_loop;
   Restore m_restore;
+  PartitionPath m_partitions;
   unsigned m_batch_no = 0;
 };
 

@@ -33,7 +33,10 @@ struct Stats {
   // restore: roots that stay in the archive because they cannot go back (a key taken in the source, a missing
   // parent, ...: the run exits 1), and roots the source holds already with the same content (not an error).
   unsigned long long roots_kept = 0, roots_present = 0;
-  double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0;
+  // The partition path (partition_path.h): partitions detached, dropped (their rows archived or purged), left in
+  // the table because their DDL gave up on the metadata lock, and rows of detached partitions that went back.
+  unsigned long long partitions_detached = 0, partitions_done = 0, partitions_left = 0, partition_rows_back = 0;
+  double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0, t_ddl = 0;
   double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
 
   // Counts a root in conflict, named by its key, once however often the run meets it; the first 20 are named.

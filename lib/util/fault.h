@@ -10,7 +10,7 @@ namespace goarchive::fault {
 // Every point the code passes, the one list: a name passed to point() that is not here does not compile, and
 // a GOARCHIVE_FAULT or GOARCHIVE_PAUSE that names another is refused at start-up (a misspelt point must not
 // pass silently as a clean run).
-inline constexpr std::array<std::string_view, 20> k_points = {
+inline constexpr std::array<std::string_view, 27> k_points = {
     "creating_schema",     "after_locks",          "after_read",          "before_copy_commit",
     "after_verify",        "after_copy_commit",    "delete_start",        "after_locked_read",
     "after_mark_deleting", "before_delete_commit", "after_delete_commit", "after_batch",
@@ -20,7 +20,10 @@ inline constexpr std::array<std::string_view, 20> k_points = {
     "before_sweep_commit", "before_remove_copy_commit", "before_conflict_commit", "before_adopt_commit",
     "after_proof_table", "recovery_adopted", "after_returning_delete",
     // restore: its batch claimed with its proof on the archive, the copy into the source not yet committed.
-    "after_restore_claim"};
+    "after_restore_claim",
+    // The partition path (partition_path.h): each step recorded and not yet done, or done and not yet recorded.
+    "partition_detaching", "partition_after_detach", "partition_after_prove", "partition_before_copy_commit",
+    "partition_after_copy_commit", "partition_copied", "partition_after_drop"};
 
 // Whether NAME is one of k_points.
 constexpr bool known(std::string_view name) {
