@@ -126,6 +126,7 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
     auto c = read.scalar(count_sql(read_db, job, tree, tables, n, roots.movable));
     counts.emplace_back(tree.nodes()[static_cast<size_t>(n)].table, std::stoull(c.value_or("0")));
   }
+  const std::vector<pipeline::PartitionChoice> parts = engine.partition_plan();
   if (format == Format::json) {
     Json out = Json::object();
     out.set("schema_version", Json(1));
@@ -153,6 +154,19 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
     }
     rj.set("blocked_by", by);
     out.set("roots", rj);
+    Json pj = Json::array();
+    for (const auto& c : parts) {
+      Json o = Json::object();
+      o.set("partition", Json(c.name));
+      o.set("less_than", Json(c.description));
+      o.set("rows_estimate", Json(c.rows_estimate));
+      o.set("path", Json(c.route == pipeline::PartitionRoute::whole  ? "whole"
+                         : c.route == pipeline::PartitionRoute::rows ? "rows"
+                                                                     : "none"));
+      o.set("reason", Json(c.reason));
+      pj.push(o);
+    }
+    out.set("partitions", pj);
     Json s = Json::array();
     for (const auto& q : engine.sample_sql()) s.push(Json(q));
     out.set("sql", s);
@@ -173,6 +187,11 @@ int dry_run(const config::Config& cfg, const RunOptions& options, Format format)
   if (roots.counts.blocked > 0) {
     std::cout << "  (a foreign key from outside the job holds them: the run leaves them in the source; add its table "
                  "to the job, or archive it first; `goarchive validate` prints the relation)\n";
+  }
+  if (!parts.empty()) {
+    std::cout << fmt::format("\npartitions of {} (whole: detached and {} as one piece; row path: row by row):\n",
+                             job.root_table, mode == pipeline::Mode::purge ? "dropped" : "archived");
+    for (const auto& c : parts) std::cout << "  " << pipeline::describe(c) << "\n";
   }
   std::cout << "\nrows that would move (as of now, along each table's first parent):\n";
   for (const auto& [name, n] : counts) std::cout << fmt::format("  {:<28} {:>12}\n", name, n);

@@ -12,6 +12,7 @@
 #include "app/preflight.h"
 #include "app/session.h"
 #include "app/server_report.h"
+#include "pipeline/engine.h"
 #include "plan/sql.h"
 #include "tracking/registry.h"
 #include "util/error.h"
@@ -105,6 +106,16 @@ size_t check_jobs(const config::Config& cfg, const std::vector<std::string>& nam
         for (auto& f : pf.failures) failures[name].push_back(f);
         for (auto& n : pf.notes) notes[name].push_back(n);
         config_failures += pf.config_failures;
+        if (pf.failures.empty()) {
+          // The partition path's choices for the job's mode (its `mode` key), one note per partition.
+          const pipeline::Mode mode = job.mode == "purge"       ? pipeline::Mode::purge
+                                      : job.mode == "copy-only" ? pipeline::Mode::copy_only
+                                                                : pipeline::Mode::archive;
+          auto tables = pipeline::describe(tree, pf.source_tables, job, cfg.source.database, cfg.destination.database);
+          tracking::Registry registry(cfg.destination.job_schema);
+          pipeline::Engine engine(mode, job, tables, *src, dst ? *dst : *src, registry, 0, 0, "", {});
+          for (const auto& c : engine.partition_plan()) notes[name].push_back(pipeline::describe(c));
+        }
       }
     } catch (const ConfigError&) {
       throw;

@@ -39,6 +39,11 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
   }
 }
 
+std::vector<PartitionChoice> Engine::partition_plan() const {
+  if (m_ctx.restores()) return {};  // the source is written, never detached
+  return plan_partitions(m_ctx, m_ctx.src);
+}
+
 bool Engine::run() {
   m_proof.start(m_proof_db);
   if (m_ctx.restores()) {

@@ -54,6 +54,9 @@ public:
 
   // The statements a batch sends, as they run with placeholders for the values, for dry-run.
   std::vector<std::string> sample_sql() const;
+  // Which partitions of the root table would leave whole and which rows go the row path, and why (dry-run,
+  // validate): reads the source, never changes it. Empty when the root table is not partitioned.
+  std::vector<PartitionChoice> partition_plan() const;
 
 private:
   Context m_ctx;

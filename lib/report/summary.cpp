@@ -51,6 +51,11 @@ std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
                      "in conflict {}, recovered {}), retries {}\n",
                      s.batches, s.roots, s.roots_done, s.roots_changed, s.roots_withdrawn, s.roots_conflict,
                      s.recovered, s.retries);
+  if (s.partitions_detached + s.partitions_done + s.partitions_left > 0) {
+    out += fmt::format("  partitions: detached {}, taken whole {}, left whole for the next run {}; rows that went back "
+                       "into the table {}; DDL {:.2f} s\n",
+                       s.partitions_detached, s.partitions_done, s.partitions_left, s.partition_rows_back, s.t_ddl);
+  }
   if (s.roots_blocked > 0) {
     out += fmt::format("  blocked and left in source {} (a parent staying in the source, a table outside the job "
                        "still holding their tree, or a row the archive holds already; each with its reason):\n",
@@ -131,6 +136,13 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
     if (!why.empty()) blocked.push(Json(why));
   }
   j.set("blocked", blocked);
+  Json parts = Json::object();
+  parts.set("detached", Json(s.partitions_detached));
+  parts.set("taken_whole", Json(s.partitions_done));
+  parts.set("left_whole", Json(s.partitions_left));
+  parts.set("rows_back", Json(s.partition_rows_back));
+  parts.set("ddl_seconds", Json(s.t_ddl));
+  j.set("partitions", parts);
   j.set("recovered", Json(s.recovered));
   j.set("retries", Json(s.retries));
   Json t = Json::object();

@@ -339,6 +339,10 @@ class TestPartitionPlan(Base):
         self.assertEqual(len(partitions(sc)), 6, "dry-run changes nothing")
         r = sc.run("dry-run", "-c", cfg, "-j", "j", "--partitions", "off")
         self.assertIn('row path: partitions = "off"', r.out)
+        r = sc.run("validate", "-c", cfg, "-j", "j")
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("job j: note: partition p2025_11 (values less than '2025-12-01'", r.out)
+        self.assertIn("whole: every row matches where", r.out)
 
 
 if __name__ == "__main__":
