@@ -4,6 +4,7 @@
 #include "app/held_roots.h"
 #include "app/name_hints.h"
 #include "app/preflight_keys.h"
+#include "app/privileges.h"
 
 #include <algorithm>
 #include <cctype>
@@ -281,37 +282,10 @@ private:
     }
   }
 
-  // Privileges of CURRENT_USER() on a table, from information_schema (global, schema and table level).
-  bool has_privilege(db::Connection& c, const std::string& priv, const std::string& database, const std::string& table) {
-    std::string grantee = "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
-                          "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')";
-    std::string q = fmt::format(
-        "SELECT (SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = {0} AND PRIVILEGE_TYPE = {1})"
-        " + (SELECT COUNT(*) FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = {0} AND PRIVILEGE_TYPE = {1} "
-        "AND {2} LIKE TABLE_SCHEMA)"
-        " + (SELECT COUNT(*) FROM information_schema.TABLE_PRIVILEGES WHERE GRANTEE = {0} AND PRIVILEGE_TYPE = {1} "
-        "AND TABLE_SCHEMA = {2} AND TABLE_NAME = {3})",
-        grantee, sql::quote(priv), sql::quote(database), sql::quote(table));
-    try {
-      return c.scalar(q).value_or("0") != "0";
-    } catch (const db::DbError&) {
-      return true;  // cannot tell: the statements themselves will say
-    }
-  }
-
   void require_privileges(db::Connection& c, const std::vector<std::string>& privs, const std::string& database,
                           const std::string& table, const std::string& where) {
-    std::vector<std::string> missing;
-    for (const auto& p : privs) {
-      if (!has_privilege(c, p, database, table)) missing.push_back(p);
-    }
-    if (!missing.empty()) {
-      std::string user = c.scalar("SELECT CURRENT_USER()").value_or("?");
-      auto at = user.find('@');
-      fail(fmt::format("the {} account lacks {} on {}.{}; run on the {}: GRANT {} ON {} TO '{}'@'{}'", where,
-                       join(missing, ", "), database, table.empty() ? "*" : table, where, join(missing, ", "),
-                       table.empty() ? sql::ident(database) + ".*" : sql::qualified(database, table),
-                       user.substr(0, at), at == std::string::npos ? "%" : user.substr(at + 1)));
+    if (std::string missing = missing_privileges(c, privs, database, table, where); !missing.empty()) {
+      fail(std::move(missing));
     }
   }
 
@@ -588,7 +562,9 @@ private:
     }
     check_destination_columns(s, d, ddb);
     if (m_cfg.destination.foreign_key_checks) check_destination_foreign_keys(d);
-    require_privileges(*m_dst, {"SELECT", "INSERT", "DELETE"}, ddb, s.name, "destination");
+    // restore only reads and (without --keep-archive) deletes here: its own preflight asks for DELETE.
+    if (m_mode == pipeline::Mode::restore) require_privileges(*m_dst, {"SELECT"}, ddb, s.name, "destination");
+    else require_privileges(*m_dst, {"SELECT", "INSERT", "DELETE"}, ddb, s.name, "destination");
   }
 
   // Every copied source column is on the destination with the same type and collation; an extra destination

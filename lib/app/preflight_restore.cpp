@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "app/privileges.h"
+#include "pipeline/commit_proof.h"
 #include "plan/sql.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -20,6 +22,37 @@ std::vector<std::string> triggers(db::Connection& conn, const std::string& datab
   std::vector<std::string> out;
   for (size_t i = 0; i < r.rows(); ++i) out.push_back(r.text(i, 0));
   return out;
+}
+
+// The writes restore makes: INSERT into every source table of the tree, DELETE from every archive table (none
+// with --keep-archive), and the commit proofs in the source's goarchive_commits (created by the run when the
+// account may).
+void check_restore_privileges(const config::Config& cfg, const plan::Tree& tree, bool keep_archive,
+                              db::Connection& source, db::Connection& archive, PreflightReport& report) {
+  auto require = [&](db::Connection& conn, const std::vector<std::string>& privs, const std::string& database,
+                     const std::string& table, const char* where) {
+    if (std::string missing = missing_privileges(conn, privs, database, table, where); !missing.empty()) {
+      report.failures.push_back("restore: " + missing);
+    }
+  };
+  for (const auto& n : tree.nodes()) {
+    require(source, {"INSERT"}, cfg.source.database, n.table, "source");
+    if (!keep_archive) require(archive, {"DELETE"}, cfg.destination.database, n.table, "destination");
+  }
+  const std::string& sdb = cfg.source.database;
+  bool exists = source.scalar(fmt::format("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND "
+                                          "TABLE_NAME = 'goarchive_commits'",
+                                          sql::quote(sdb)))
+                    .has_value();
+  if (exists) {
+    require(source, {"SELECT", "INSERT", "DELETE"}, sdb, "goarchive_commits", "source");
+  } else if (!has_privilege(source, "CREATE", sdb, "goarchive_commits")) {
+    report.failures.push_back(fmt::format(
+        "restore needs the source table {} to prove which copies committed after a crash, and it does not exist: "
+        "let goarchive create it (GRANT CREATE ON {}.* on the source) or create it as goarchive(1) shows, with "
+        "INSERT, SELECT and DELETE granted on it",
+        pipeline::CommitProof::table_name(sdb), sql::ident(sdb)));
+  }
 }
 
 }  // namespace
@@ -43,6 +76,7 @@ void check_restore(const config::Config& cfg, const config::Job& job, const plan
           cfg.destination.database, n.table, join(on_archive, ", ")));
     }
   }
+  check_restore_privileges(cfg, tree, keep_archive, source, archive, report);
   try {
     archive.query(fmt::format("SELECT 1 FROM {} WHERE ({}) LIMIT 0", sql::qualified(cfg.destination.database, job.root_table),
                               job.where));

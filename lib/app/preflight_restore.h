@@ -1,6 +1,8 @@
 #pragma once
 // restore's own preflight, beside the archive checks it shares (preflight.h): the source tables take the rows
-// back without an INSERT trigger firing, the archive tables give them up without a DELETE trigger, `--where` runs
+// back without an INSERT trigger firing, the archive tables give them up without a DELETE trigger, the accounts
+// may write what restore writes (INSERT on the source tables, DELETE on the archive tables unless --keep-archive,
+// the commit proofs' table; checked with app/privileges.h, as archive's are), `--where` runs
 // on the archived root table, and no other job of the registry fills the same archive tables (restore takes back
 // only what this job archived). It only reads; failures go into the caller's report.
 #include <string>

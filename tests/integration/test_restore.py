@@ -9,6 +9,7 @@ round trip's check."""
 import os
 import sys
 import unittest
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gatest  # noqa: E402
@@ -210,6 +211,72 @@ class RestoreTest(unittest.TestCase):
         self.assertIn("has an INSERT trigger on the source (audit_items): restore would fire it for every row it "
                       "puts back", r.err)
         self.assertEqual(stored(sc, "destination", SHOP_TABLES), before_dst)
+
+    def test_missing_privileges_refused_before_any_batch(self):
+        """restore writes the source tables (INSERT), the archive tables (DELETE, not with --keep-archive) and the
+        commit proofs' table: an account without one of them is refused by preflight, before any batch, with the
+        privilege, the table and the GRANT that gives it; the archive preflight's INSERT on the archive is not
+        asked for. Granting what the messages name lets the same restore run."""
+        sc, cfg, start = self.shop("rtpriv", orders=40)
+        q = gatest.quote_ident
+        user, pw = f"ga_rp_{uuid.uuid4().hex[:8]}", gatest.env("GA_PASSWORD")
+        for server in ("source", "destination"):
+            gatest.sql(server, f"CREATE USER '{user}'@'%%' IDENTIFIED BY %s", (pw,))
+            self.addCleanup(gatest.sql, server, f"DROP USER IF EXISTS '{user}'@'%'")
+        gatest.sql("source", f"GRANT SELECT ON {q(sc.src_db)}.* TO '{user}'@'%'")
+        for t in SHOP_TABLES:
+            if t != "order_items":
+                gatest.sql("source", f"GRANT INSERT ON {q(sc.src_db)}.{q(t)} TO '{user}'@'%'")
+        gatest.sql("source", f"GRANT SELECT, INSERT ON {q(sc.src_db)}.`goarchive_commits` TO '{user}'@'%'")
+        gatest.sql("destination", f"GRANT SELECT ON {q(sc.dst_db)}.* TO '{user}'@'%'")
+        gatest.sql("destination", f"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, INDEX ON {q(sc.job_schema)}.* "
+                                  f"TO '{user}'@'%'")
+        with open(cfg) as f:
+            text = f.read()
+        self.assertEqual(text.count(f'user = "{gatest.env("GA_USER")}"'), 2)
+        rcfg = cfg.replace(".toml", "-restricted.toml")
+        with open(rcfg, "w") as f:
+            f.write(text.replace(f'user = "{gatest.env("GA_USER")}"', f'user = "{user}"'))
+        before_dst = stored(sc, "destination", SHOP_TABLES)
+        before_src = stored(sc, "source", SHOP_TABLES)
+        batches = gatest.sql("destination", f"SELECT COUNT(*) FROM {q(sc.job_schema)}.batches")[0][0]
+
+        def refused(*args):
+            r = sc.job("restore", rcfg, "j", "--where", "1=1", *args)
+            self.assertEqual(r.rc, 1, r)
+            self.assertIn('preflight refused job "j" before any data moved', r.err)
+            self.assertEqual(stored(sc, "destination", SHOP_TABLES), before_dst)
+            self.assertEqual(stored(sc, "source", SHOP_TABLES), before_src)
+            self.assertEqual(gatest.sql("destination", f"SELECT COUNT(*) FROM {q(sc.job_schema)}.batches")[0][0],
+                             batches, "a refused restore recorded a batch")
+            return r.err
+
+        insert = (f"restore: the source account lacks INSERT on {sc.src_db}.order_items; run on the source: GRANT "
+                  f"INSERT ON {q(sc.src_db)}.`order_items` TO '{user}'@'%'")
+        proofs = (f"restore: the source account lacks DELETE on {sc.src_db}.goarchive_commits; run on the source: "
+                  f"GRANT DELETE ON {q(sc.src_db)}.`goarchive_commits` TO '{user}'@'%'")
+        err = refused()
+        self.assertIn(insert, err)
+        self.assertIn(proofs, err)
+        for t in SHOP_TABLES:
+            self.assertIn(f"restore: the destination account lacks DELETE on {sc.dst_db}.{t}; run on the "
+                          f"destination: GRANT DELETE ON {q(sc.dst_db)}.{q(t)} TO '{user}'@'%'", err)
+            self.assertNotIn(f"lacks INSERT on {sc.dst_db}.{t}", err)  # restore never inserts into the archive
+            if t != "order_items":
+                self.assertNotIn(f"lacks INSERT on {sc.src_db}.{t};", err)
+        # --keep-archive leaves the archive as it is: no DELETE asked for there.
+        err = refused("--keep-archive")
+        self.assertIn(insert, err)
+        self.assertNotIn("lacks DELETE on " + sc.dst_db, err)
+        # The GRANTs the messages name are enough.
+        gatest.sql("source", f"GRANT INSERT ON {q(sc.src_db)}.`order_items` TO '{user}'@'%'")
+        gatest.sql("source", f"GRANT DELETE ON {q(sc.src_db)}.`goarchive_commits` TO '{user}'@'%'")
+        for t in SHOP_TABLES:
+            gatest.sql("destination", f"GRANT DELETE ON {q(sc.dst_db)}.{q(t)} TO '{user}'@'%'")
+        r = sc.job("restore", rcfg, "j", "--where", "1=1")
+        self.assertEqual(r.rc, 0, r)
+        self.assert_round_trip(sc, start, SHOP_TABLES)
+        sc.assert_invariant({}, SHOP_RELATIONS)
 
     def test_bad_input(self):
         sc, cfg, start = self.shop("rtbad", orders=20)
