@@ -104,9 +104,15 @@ public:
   // ---- columns and keys
   // The error for a value written into a generated column: MariaDB 1906, MySQL 3105.
   unsigned generated_write_error() const { return mariadb() ? 1906 : 3105; }
-  // The error a table without a primary key raises under sql_require_primary_key (MySQL 8.0.13+: 3750;
-  // MariaDB 10.11 has no such variable: 0, and MariaDB 11's innodb_force_primary_key raises 1173).
+  // The error a table without a primary key raises where the server requires one: MySQL 8.0.13+ under
+  // sql_require_primary_key 3750 (ER_TABLE_WITHOUT_PK); MariaDB under innodb_force_primary_key 1173
+  // (ER_REQUIRES_PRIMARY_KEY, measured on 10.11.19 here).
   unsigned require_primary_key_error() const { return mariadb() ? 1173 : 3750; }
+  // The server setting that makes it refuse a table without a primary key: MySQL sql_require_primary_key (8.0.13+),
+  // MariaDB innodb_force_primary_key (InnoDB tables).
+  const char* require_primary_key_setting() const {
+    return mariadb() ? "innodb_force_primary_key" : "sql_require_primary_key";
+  }
   // Whether the server may add a generated invisible primary key (`my_row_id`, MySQL 8.0.30+ under
   // sql_generate_invisible_primary_key): such a column is the table's key but no application column.
   bool generates_invisible_primary_key() const { return !mariadb() && m_number >= 80030; }

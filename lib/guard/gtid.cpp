@@ -117,6 +117,11 @@ bool mysql_gtid_subset(const std::string& a, const std::string& b) {
   return true;
 }
 
+bool mysql_gtid_history_contains(const std::string& later, const std::string& earlier) {
+  auto e = parse_mysql_gtid_set(earlier);
+  return e && !e->empty() && mysql_gtid_subset(earlier, later);
+}
+
 namespace {
 
 bool same_server(const SourceIdentity& a, const SourceIdentity& b) {
@@ -130,6 +135,7 @@ bool same_server(const SourceIdentity& a, const SourceIdentity& b) {
 // Whether self's GTID history holds transactions that `origin` wrote.
 bool holds_transactions_of(const SourceIdentity& self, const SourceIdentity& origin) {
   if (self.flavor == "mysql") {
+    if (mysql_gtid_history_contains(self.gtid_state, origin.gtid_state)) return true;
     if (origin.server_uuid.empty()) return false;
     auto uuids = parse_mysql_gtid_uuids(self.gtid_state);
     return std::find(uuids.begin(), uuids.end(), ascii_lower(origin.server_uuid)) != uuids.end();

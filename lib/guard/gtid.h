@@ -40,9 +40,15 @@ std::optional<std::vector<MysqlGtidInterval>> parse_mysql_gtid_set(const std::st
 // Whether every transaction of GTID set `a` is in GTID set `b`, as the server's GTID_SUBSET(a, b); false when
 // either is malformed.
 bool mysql_gtid_subset(const std::string& a, const std::string& b);
+// Whether the MySQL GTID history `later` (a server's @@gtid_executed now) holds every transaction of the
+// non-empty history `earlier` (one recorded before, of this server or another): the server has applied all the
+// other had, so it holds the same data or more (the same server, a replica caught up with it, or another replica
+// of the same primary after a failover). False when `earlier` is empty or either set is malformed.
+bool mysql_gtid_history_contains(const std::string& later, const std::string& earlier);
 
 // True when `other` (another job's recorded source) is the same source data as `self` (this run's source):
-// the same server; or a server whose transactions are in self's GTID state; or, where either server cannot
+// the same server; or a server whose transactions are in self's GTID state, or (MySQL) whose recorded GTID
+// history self's holds whole (mysql_gtid_history_contains: a sibling replica); or, where either server cannot
 // tell, the same database name.
 bool same_source_data(const SourceIdentity& self, const SourceIdentity& other);
 

@@ -318,6 +318,9 @@ namespace {
 // Whether `self`'s GTID history holds transactions that `origin` wrote.
 bool holds_transactions_of(const ServerIdentity& self, const ServerIdentity& origin) {
   if (!self.mariadb) {
+    // A history that holds the other's whole recorded history: a replica of the same primary holds its data
+    // though neither wrote a transaction of the other (a failover between siblings).
+    if (guard::mysql_gtid_history_contains(self.gtid_state, origin.gtid_state)) return true;
     if (origin.server_uuid.empty()) return false;
     for (const auto& u : guard::parse_mysql_gtid_uuids(self.gtid_state)) {
       if (u == ascii_lower(origin.server_uuid)) return true;

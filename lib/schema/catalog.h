@@ -103,7 +103,8 @@ ReplicaRole read_replica_role(db::Connection& conn);
 // Pure: how database `db_b` on server `b` relates to database `db_a` on server `a`. `same_server`: one server
 // (by UUID on MySQL, else by hostname, port and datadir); `replicated`: one server holds transactions the other
 // wrote (a replica, or the server it replicates from), by server_id (MariaDB, with distinct server_ids) or
-// server_uuid (MySQL) in its GTID state. `same_data`: the same database name on such a pair.
+// server_uuid (MySQL) in its GTID state, or (MySQL) one's GTID history holds the other's whole, tags included
+// (guard::mysql_gtid_history_contains: a sibling replica). `same_data`: the same database name on such a pair.
 struct DataRelation {
   bool same_server = false, replicated = false, same_data = false;
 };

@@ -9,9 +9,12 @@
 #include "guard/gtid.h"
 #include "locks/names.h"
 #include "replication/gate.h"
+#include "schema/catalog.h"
+#include "tracking/archive_owner.h"
 
 using goarchive::db::Dialect;
 using goarchive::db::PartitionDetach;
+using goarchive::guard::mysql_gtid_history_contains;
 using goarchive::guard::mysql_gtid_subset;
 using goarchive::guard::parse_mysql_gtid_set;
 using goarchive::guard::parse_mysql_gtid_uuids;
@@ -209,4 +212,81 @@ TEST_CASE("recorded_mysql84: tagged and untagged GTID sets, subset and same sour
   SourceIdentity other{"mysql", "10.0.0.3", 3306, "shop", 3, std::nullopt, "2174B383-5441-11E8-B90A-C80AA9429562",
                        "2174B383-5441-11E8-B90A-C80AA9429562:1-3", true};
   CHECK_FALSE(same_source_data(other, source));
+}
+
+// A failover between sibling replicas (MySQL 8.4 manual, "Switching Sources During Failover",
+// https://dev.mysql.com/doc/refman/8.4/en/replication-solutions-switch.html, with GTID auto-positioning): both
+// replicas apply the primary's transactions and write none of their own, so neither's server_uuid is in the
+// other's gtid_executed; only the histories tell that they hold the same data. The sets are the manual's tagged
+// and untagged examples ("GTID Format and Storage", https://dev.mysql.com/doc/refman/8.4/en/replication-gtids-concepts.html).
+TEST_CASE("recorded_mysql84: a sibling replica's GTID history holds the recorded source's (GTID_SUBSET)") {
+  const std::string primary = "3E11FA47-71CA-11E1-9E33-C80AA9429562";
+  const std::string recorded = primary + ":1-3:11:47-49, " + primary + ":Domain_1:1-3:15-21";
+  // Later, with more of the primary's transactions applied, tagged ones among them; case and spacing as printed.
+  const std::string later = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-60,\n" + primary + ":Domain_1:1-3:15-21:22-30, " +
+                            primary + ":Domain_2:8-52";
+  CHECK(mysql_gtid_history_contains(later, recorded));
+  CHECK_FALSE(mysql_gtid_history_contains(recorded, later));
+  CHECK(mysql_gtid_history_contains(recorded, recorded));
+  // One tagged transaction short (Domain_1:16 missing): not the whole history.
+  CHECK_FALSE(mysql_gtid_history_contains(primary + ":1-60," + primary + ":Domain_1:1-3:17-21", recorded));
+  // The same numbers under another tag are other transactions.
+  CHECK_FALSE(mysql_gtid_history_contains(primary + ":1-60," + primary + ":Domain_2:1-3:15-21", recorded));
+  // An empty history (GTIDs off, a fresh server) and a malformed one say nothing.
+  CHECK_FALSE(mysql_gtid_history_contains(later, ""));
+  CHECK_FALSE(mysql_gtid_history_contains(later, primary + ":Domain_1"));
+  CHECK_FALSE(mysql_gtid_history_contains("garbage", recorded));
+
+  // The unfinished-work guard: the other job's recorded source is replica A, this run's is replica B.
+  const std::string a = "2174B383-5441-11E8-B90A-C80AA9429562", b = "4a2b5c6d-0000-11ef-8000-000000000002";
+  SourceIdentity replica_a{"mysql", "10.0.0.2", 3306, "shop", 2, std::nullopt, a, recorded, true};
+  SourceIdentity replica_b{"mysql", "10.0.0.3", 3306, "shop", 3, std::nullopt, b, later, true};
+  CHECK(same_source_data(replica_b, replica_a));
+  // Without the recorded history (a registry that records only the UUID) the sibling is not seen.
+  SourceIdentity uuid_only = replica_a;
+  uuid_only.gtid_state.clear();
+  CHECK_FALSE(same_source_data(replica_b, uuid_only));
+  // An unrelated server whose history lacks the primary's transactions is other data.
+  SourceIdentity unrelated{"mysql", "10.0.0.9", 3306, "shop", 9, std::nullopt, b, b + ":1-500", true};
+  CHECK_FALSE(same_source_data(unrelated, replica_a));
+
+  // The archive owner record keeps the claiming server's gtid_executed: a run from the sibling writes the same
+  // archive; an unrelated shard of the same database name is refused.
+  auto mysql_server = [](const std::string& uuid, unsigned long long id, const std::string& executed) {
+    goarchive::schema::ServerIdentity s;
+    s.mariadb = false;
+    s.server_uuid = uuid;
+    s.server_id = id;
+    s.hostname = "db-" + std::to_string(id);
+    s.port = 3306;
+    s.datadir = "/var/lib/mysql/";
+    s.gtid_state = executed;
+    return s;
+  };
+  auto rel = goarchive::schema::relate(mysql_server(a, 2, recorded), "shop", mysql_server(b, 3, later), "shop");
+  CHECK_FALSE(rel.same_server);
+  CHECK(rel.replicated);
+  CHECK(rel.same_data);
+  goarchive::tracking::ArchiveOwner owner{"goarchive", mysql_server(a, 2, recorded), "shop"};
+  goarchive::tracking::ArchiveOwner sibling{"goarchive", mysql_server(b, 3, later), "shop"};
+  goarchive::tracking::ArchiveOwner shard{"goarchive", mysql_server(b, 3, b + ":1-500"), "shop"};
+  CHECK(goarchive::tracking::owner_problem("shop_archive", owner, sibling) == "");
+  CHECK(goarchive::tracking::owner_problem("shop_archive", owner, shard).find("is filled by the runs of source") !=
+        std::string::npos);
+}
+
+// sql_require_primary_key (MySQL 8.0.13+, https://dev.mysql.com/doc/refman/8.0/en/server-system-variables.html#sysvar_sql_require_primary_key):
+// "Unable to create or change a table without a primary key, when the system variable 'sql_require_primary_key' is
+// set" is ER_TABLE_WITHOUT_PK, 3750. MariaDB's innodb_force_primary_key refuses with 1173 ER_REQUIRES_PRIMARY_KEY
+// ("This table type requires a primary key", measured on 10.11.19 here; test_dialect_errors runs it for real).
+TEST_CASE("recorded_mysql80: the setting and error of a required primary key") {
+  Dialect my = server("8.0.40", 80040), maria = server("10.11.19-MariaDB-0+deb12u1", 101119);
+  CHECK(my.require_primary_key_error() == 3750);
+  CHECK(std::string(my.require_primary_key_setting()) == "sql_require_primary_key");
+  CHECK(maria.require_primary_key_error() == 1173);
+  CHECK(std::string(maria.require_primary_key_setting()) == "innodb_force_primary_key");
+  // The portable switch changes choices, never what the server is: MariaDB's error and setting stay.
+  Dialect portable = Dialect::from_server("10.11.19-MariaDB-0+deb12u1", 101119, true);
+  CHECK(portable.require_primary_key_error() == 1173);
+  CHECK(portable.generated_write_error() == 1906);
 }
