@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/rows.h"
+
 namespace goarchive::pipeline {
 
 namespace {
@@ -127,22 +129,9 @@ std::vector<std::string> key_joins(const std::vector<std::string>& columns, cons
   if (hint.empty()) {
     // No index to join on: a lookup per key would scan the table once per key. The key list instead, in the
     // same FROM-clause shape.
-    std::vector<sql::KeyLiterals> chunk;
-    size_t bytes = 0;
-    auto flush = [&]() {
-      if (chunk.empty()) return;
-      out.push_back(fmt::format("{} WHERE {}", table, sql::key_in(columns, chunk, table)));
-      chunk.clear();
-      bytes = 0;
-    };
-    for (const auto& k : keys) {
-      size_t size = 8;
-      for (const auto& v : k) size += v.size() + 2;
-      if (!chunk.empty() && (chunk.size() >= max_keys || bytes + size > max_bytes)) flush();
-      chunk.push_back(k);
-      bytes += size;
+    for (const auto& list : key_lists(columns, keys, max_bytes, table, max_keys)) {
+      out.push_back(fmt::format("{} WHERE {}", table, list));
     }
-    flush();
     return out;
   }
   std::string on;
