@@ -47,6 +47,7 @@ std::vector<PartitionChoice> Engine::partition_plan() const {
 bool Engine::run() {
   m_proof.start(m_proof_db);
   if (m_ctx.restores()) {
+    m_partitions.run();  // refuses an archive's or a purge's unfinished partition step: only they may finish it
     bool completed = m_restore.run(m_batch_no);
     m_proof.flush();
     return completed;

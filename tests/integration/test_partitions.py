@@ -280,6 +280,9 @@ class TestPartitionKills(Base):
         r = sc.job("purge", cfg)
         self.assertEqual(r.rc, 1, r)
         self.assertIn("that only archive may finish; run `goarchive archive -j j` first", r.err)
+        r = sc.run("restore", "-c", cfg, "-j", "j", "--no-progress", "--where", "1=1")
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("that only archive may finish; run `goarchive archive -j j` first", r.err)
         r = sc.job("archive", cfg)
         self.assertEqual(r.rc, 0, r)
 
