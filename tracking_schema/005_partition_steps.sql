@@ -4,7 +4,8 @@
 -- One row per partition a job takes whole, per claim scope (source server, database, root table), written before
 -- each step it names: `detaching` (the DDL that moves the partition's rows into the side table on the source may
 -- run), `detached` (the rows are in `side_table`, on the source, and nowhere else), `copied` (archive: every row
--- of the side table is in the archive, verified; the side table may be dropped), `dropped` (done), `left` (the
+-- of the side table is in the archive, verified; the side table may be dropped), `dropping` (purge: the rows
+-- outside `where` went back; the side table may be dropped), `dropped` (done), `left` (the
 -- DDL gave up on the table's metadata lock: nothing moved). `copied_after` is the key of the last side-table row
 -- whose copy committed, written in the same destination transaction as that copy: a rerun copies only what is
 -- after it, and a row after it that it finds in the archive is not this job's. Every move is guarded by `state`
