@@ -22,6 +22,22 @@ struct TableDdl {
   plan::DestinationDdl ddl;
 };
 
+// The refusal of a source table without a primary key: its archive table would have none either. goarchive
+// copies, verifies and deletes by exact key (preflight refuses such a table for every run), and a server that
+// requires primary keys would refuse the CREATE TABLE halfway through the job's tables.
+std::string no_primary_key(const db::Connection& src, const std::string& database, const std::string& table) {
+  std::string gipk;
+  if (src.dialect().generates_invisible_primary_key()) {
+    gipk = " (a generated invisible primary key, my_row_id, shows only with "
+           "show_gipk_in_create_table_and_information_schema = ON)";
+  }
+  return fmt::format("table {}.{} has no primary key{}: its archive table would have none, and goarchive copies, "
+                     "verifies and deletes rows by exact key (and a server that requires primary keys, under "
+                     "MySQL's sql_require_primary_key or MariaDB's innodb_force_primary_key, refuses such a table); "
+                     "add one on the source: ALTER TABLE {} ADD PRIMARY KEY (...); nothing was created",
+                     database, table, gipk, sql::qualified(database, table));
+}
+
 // Reads and rewrites every table of the job, parents first, before anything is written anywhere.
 std::vector<TableDdl> read_definitions(const config::Config& cfg, const config::Job& job, const plan::Tree& tree,
                                        db::Connection& src) {
@@ -46,6 +62,7 @@ std::vector<TableDdl> read_definitions(const config::Config& cfg, const config::
                                        "ALTER TABLE {} ENGINE=InnoDB on the source first",
                                        sdb, n.table, t.engine, sql::qualified(sdb, n.table)));
     }
+    if (t.primary_key.empty()) throw PreflightError(no_primary_key(src, sdb, n.table));
     plan::DdlRewrite rw;
     rw.source_database = sdb;
     rw.destination_database = cfg.destination.database;
@@ -134,6 +151,15 @@ bool create_table(db::Connection& dst, const std::string& ddb, const TableDdl& t
     try {
       dst.execute(t.ddl.sql);
     } catch (const db::DbError& e) {
+      if (e.code() == dst.dialect().require_primary_key_error()) {
+        // Every table `schema` creates keeps its source's primary key: a source table without one is refused
+        // before any DDL. A refusal here means the statement lost it: say so rather than leave a bare error.
+        throw Error(fmt::format("creating table {} failed: the destination requires a primary key on every table "
+                                "({} = ON) and this statement has none ({}); nothing else was created after it. Give "
+                                "the source table a primary key and run goarchive schema again, or create the table "
+                                "by hand with one; the statement was:\n{}",
+                                name, dst.dialect().require_primary_key_setting(), e.what(), t.ddl.sql));
+      }
       if (e.code() != k_table_exists_error) {
         throw Error(fmt::format("creating table {} failed: {}; nothing else was created after it (the tables "
                                 "above are in place); the statement was:\n{}",

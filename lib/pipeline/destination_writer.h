@@ -120,6 +120,9 @@ private:
   // `found` (and marks it in `seen` when given). Throws on a row that differs.
   void compare_read_back(const Batch& batch, size_t t, const db::RowSet& there, size_t& found,
                          std::vector<bool>* seen) const;
+  // The failure of a copy the server refused for a value written into a generated column (dialect's
+  // generated_write_error): names the table and its columns that are generated there and how to fix them.
+  std::string generated_column_written(const Batch& batch, size_t t, const db::DbError& e);
   // The destination has an index that starts with table t's foreign-key columns (asked once, on `dst`).
   bool fk_indexed(size_t t);
 
