@@ -533,7 +533,12 @@ record_phases() {
   read -r a b c d w <<<"$p"
   PH_ALL[$key.select]+=" ${a:-}" PH_ALL[$key.copy]+=" ${b:-}" PH_ALL[$key.verify]+=" ${c:-}"
   PH_ALL[$key.delete]+=" ${d:-}" PH_ALL[$key.wait]+=" ${w:-}"
+  # The partition path's part of the run (scenario 12): partitions taken whole and left whole, DDL seconds.
+  p=$(sq destination -e "SELECT summary FROM goarchive_bench.runs ORDER BY id DESC LIMIT 1" 2>/dev/null |
+    jq -r 'if .partitions then "\(.partitions.taken_whole) \(.partitions.left_whole)" else "0 0" end' 2>/dev/null) || p=""
+  PARTS_TAKEN[$key]=$p
 }
+declare -A PARTS_TAKEN
 
 # median / min / max of space-separated numbers ("" when there are none)
 stat_of() { # which values
@@ -771,7 +776,7 @@ probe_run() {
     *) timeout "$RUN_TIMEOUT" "$BIN" archive -c "$cfg" -j bench_part_events --no-progress >"$logf" 2>&1 || rc=$? ;;
   esac
   t1=$(now)
-  kill -TERM "$ppid"
+  kill -TERM "$ppid" 2>/dev/null || true
   wait "$ppid" || { cat "$WORK/$key.probe.err" >&2; die "$key: the probe failed"; }
   [ -z "$hpid" ] || wait "$hpid" || die "$key: the long transaction failed (see $WORK/$key.hold.log)"
   if [ "$tool" != pt ]; then
@@ -797,12 +802,13 @@ probe_run() {
   fi
   run=$(/usr/bin/python3 scripts/bench_probe.py summary "$out" "$t0" "$t1")
   idle=$(/usr/bin/python3 scripts/bench_probe.py summary "$out" "$t_idle" "$t0")
-  read -r n50 p50 p99 pmax <<<"$run"
+  read -r n50 p50 p99 pmax errs <<<"$run"
   WAIT_ALL[$key.n]+=" $n50" WAIT_ALL[$key.p50]+=" $p50" WAIT_ALL[$key.p99]+=" $p99" WAIT_ALL[$key.max]+=" $pmax"
-  read -r n50 p50 p99 pmax <<<"$idle"
+  WAIT_ALL[$key.errors]+=" $errs"
+  read -r n50 p50 p99 pmax errs <<<"$idle"
   WAIT_ALL[$key.ip50]+=" $p50" WAIT_ALL[$key.ip99]+=" $p99" WAIT_ALL[$key.imax]+=" $pmax"
   WAIT_ALL[$key.secs]+=" $(secs "$t0" "$t1")" WAIT_ALL[$key.reruns]+=" $reruns"
-  log "$label: ${ARCH_ROWS[parts]} rows in $(secs "$t0" "$t1")s ($reruns reruns); probe while it ran: $run (count p50 p99 max ms), idle: $idle"
+  log "$label: ${ARCH_ROWS[parts]} rows in $(secs "$t0" "$t1")s ($reruns reruns); probe while it ran: $run (count p50 p99 max ms, errors), idle: $idle"
 }
 
 # -- scenarios --------------------------------------------------------------------------------------------------
@@ -1079,22 +1085,29 @@ if want 12; then
   for key in ga12arch ga12purge ga12row pt12arch pt12purge; do
     [ -n "${META[$key]:-}" ] || continue
     IFS='|' read -r scenario tool ds <<<"${META[$key]}"
-    printf '  %-24s %-48s %12s bytes %10s bytes/row\n' "$scenario" "$tool" \
-      "$(stat_of median "${BINLOG_ALL[$key]:-}" | sed 's/\.00$//')" "$(bpr "$key")"
+    taken=""
+    if [ -n "${PARTS_TAKEN[$key]:-}" ]; then
+      read -r a b <<<"${PARTS_TAKEN[$key]}"
+      taken="   (last run: $a partitions taken whole, $b left whole)"
+    fi
+    printf '  %-24s %-48s %12s bytes %10s bytes/row%s\n' "$scenario" "$tool" \
+      "$(stat_of median "${BINLOG_ALL[$key]:-}" | sed 's/\.00$//')" "$(bpr "$key")" "$taken"
   done
   echo
   echo "Application waits (scenario 12): the probe's single-row statements, ms, medians of $REPEAT runs; 'idle' = the 2 s"
   echo "before the tool started, 'while' = while it ran; kept = INSERTs and UPDATEs in the kept half (any statement waits"
-  echo "for a detach's metadata lock), front = UPDATEs of rows at most 2000 ids past the lowest id left:"
-  printf '  %-72s %7s %8s %19s %19s %6s\n' "run" seconds statements "idle p50/p99/max" "while p50/p99/max" reruns
+  echo "for a detach's metadata lock), front = UPDATEs of rows at most 2000 ids past the lowest id left; errors: the"
+  echo "probe's statements ended by a deadlock (1213) or a lock wait timeout (1205), median count:"
+  printf '  %-72s %7s %8s %19s %19s %6s %6s\n' "run" seconds statements "idle p50/p99/max" "while p50/p99/max" errors reruns
   for key in "${WAIT_KEYS[@]}"; do
     if [ -n "${WAIT_META[$key.status]:-}" ] && [ -z "${WAIT_ALL[$key.p50]:-}" ]; then
       printf '  %-72s %s\n' "${WAIT_META[$key]}" "${WAIT_META[$key.status]}"
       continue
     fi
-    printf '  %-72s %7s %8s %19s %19s %6s%s\n' "${WAIT_META[$key]}" "$(wait_of "$key.secs")" "$(wait_of "$key.n" | sed 's/\.00$//')" \
-      "$(wait_of "$key.ip50")/$(wait_of "$key.ip99")/$(wait_of "$key.imax")" \
-      "$(wait_of "$key.p50")/$(wait_of "$key.p99")/$(wait_of "$key.max")" "$(wait_of "$key.reruns" | sed 's/\.00$//')" \
+    printf '  %-72s %7s %8s %19s %19s %6s %6s%s\n' "${WAIT_META[$key]}" "$(wait_of "$key.secs")" \
+      "$(wait_of "$key.n" | sed 's/\.00$//')" "$(wait_of "$key.ip50")/$(wait_of "$key.ip99")/$(wait_of "$key.imax")" \
+      "$(wait_of "$key.p50")/$(wait_of "$key.p99")/$(wait_of "$key.max")" "$(wait_of "$key.errors" | sed 's/\.00$//')" \
+      "$(wait_of "$key.reruns" | sed 's/\.00$//')" \
       "${WAIT_META[$key.status]:+  (a run ${WAIT_META[$key.status]})}"
   done
   echo

@@ -11,9 +11,12 @@ table's metadata lock like any update, and change nothing), and the rows it INSE
              UPDATEs a random row of the kept half: the table's metadata lock, as any application statement.
       front: UPDATEs a row at most 2,000 ids past the lowest id left in the table (refreshed every 200 ms): the
              rows a row-by-row archiver is about to lock.
-      Runs until SIGTERM or SIGINT; writes "epoch_seconds milliseconds" per statement to FILE.
+      Runs until SIGTERM or SIGINT; writes "epoch_seconds milliseconds error" per statement to FILE (error: 0, or
+      the server's 1205 lock wait timeout or 1213 deadlock, which end the statement as an application sees it; the
+      probe counts the wait and goes on).
   bench_probe.py summary FILE FROM TO
-      "count p50 p99 max" (milliseconds) of the statements that started in [FROM, TO) (epoch seconds), or "0 - - -".
+      "count p50 p99 max errors" (milliseconds) of the statements that started in [FROM, TO) (epoch seconds), or
+      "0 - - - 0".
 
 The password comes from the environment (GA_PASSWORD), the user from GA_USER. The table's `created` follows
 id as bench/parts_data.sql generates it: 2023-01-01 + floor(id * 62,000,000 / rows) seconds.
@@ -70,8 +73,14 @@ def run(args):
             stmt, params = update, (target, created_of(target, args.rows))
         n += 1
         t0 = time.perf_counter()
-        cur.execute(stmt, params)
-        samples.append((now, (time.perf_counter() - t0) * 1000.0))
+        error = 0
+        try:
+            cur.execute(stmt, params)
+        except pymysql.err.OperationalError as e:
+            if e.args[0] not in (1205, 1213):
+                raise
+            error = e.args[0]
+        samples.append((now, (time.perf_counter() - t0) * 1000.0, error))
         if not ready:
             with open(args.ready, "w") as f:
                 f.write("ready\n")
@@ -81,8 +90,8 @@ def run(args):
         cur.execute("DELETE FROM part_events WHERE id >= %s AND created = '2024-06-15'", (PROBE_IDS,))
     conn.close()
     with open(args.out, "w") as f:
-        for t, ms in samples:
-            f.write(f"{t:.6f} {ms:.3f}\n")
+        for t, ms, error in samples:
+            f.write(f"{t:.6f} {ms:.3f} {error}\n")
 
 
 def percentile(sorted_values, p):
@@ -92,17 +101,18 @@ def percentile(sorted_values, p):
 
 
 def summary(args):
-    values = []
+    values, errors = [], 0
     with open(args.file) as f:
         for line in f:
-            t, ms = line.split()
+            t, ms, error = line.split()
             if args.start <= float(t) < args.end:
                 values.append(float(ms))
+                errors += error != "0"
     if not values:
-        print("0 - - -")
+        print("0 - - - 0")
         return
     values.sort()
-    print(f"{len(values)} {percentile(values, 50):.2f} {percentile(values, 99):.2f} {values[-1]:.2f}")
+    print(f"{len(values)} {percentile(values, 50):.2f} {percentile(values, 99):.2f} {values[-1]:.2f} {errors}")
 
 
 def main():
