@@ -66,6 +66,14 @@ Json table_json(const plan::Tree& tree, const plan::Node& n) {
   return t;
 }
 
+// What the partition path will do, as far as the config tells without a server (dry-run and validate ask it).
+std::string partitions_note(const config::Job& job) {
+  if (job.partitions == "off") return "partitions: off (every row by the row path)";
+  if (!job.relations.empty()) return "partitions: the job has child tables: every row by the row path";
+  return "partitions: auto: if the root table is partitioned by RANGE, each partition wholly inside where leaves as "
+         "one piece (archive, purge); dry-run and validate name each partition's path against the server";
+}
+
 void print_json(const config::Config& cfg, const config::Job& job, const std::string& job_name,
                 const plan::Tree& tree, const std::string& prefix) {
   Json out = Json::object();
@@ -88,6 +96,7 @@ void print_json(const config::Config& cfg, const config::Job& job, const std::st
     if (k.rfind(prefix, 0) == 0) settings.set(k.substr(prefix.size()), Json(s.value));
   }
   out.set("settings", settings);
+  out.set("partitions", Json(partitions_note(job)));
   std::cout << out.dump() << "\n";
 }
 
@@ -100,6 +109,7 @@ void print_text(const config::Config& cfg, const config::Job& job, const std::st
       std::cout << fmt::format("  {:<20} {}\n", k.substr(prefix.size()), s.value.empty() ? "\"\"" : s.value);
     }
   }
+  std::cout << "\n" << partitions_note(job) << "\n";
 }
 
 }  // namespace
