@@ -89,6 +89,26 @@ std::pair<unsigned long long, unsigned long long> unfinished_work(const Context&
   return counts;
 }
 
+bool adopt_unfinished(const Context& ctx, const BatchLog& log, unsigned& batch_no,
+                      const std::function<void(Batch& batch, const tracking::BatchRow& row)>& each) {
+  unsigned long long after = 0;
+  while (true) {
+    if (!ctx.hooks.boundary("recovery")) return false;
+    auto rows = ctx.registry.unfinished_batches(ctx.reg(), ctx.job_id, after, 16);
+    if (rows.empty()) return true;
+    for (const auto& row : rows) {
+      after = row.id;
+      Batch batch;
+      batch.no = ++batch_no;
+      batch.id = row.id;
+      batch.recovery = true;
+      for (const auto& enc : row.root_keys) batch.add_root(tracking::decode_key(enc));
+      log.adopt(batch, row.version);
+      each(batch, row);
+    }
+  }
+}
+
 bool Recovery::run(unsigned& batch_no) {
   auto counts = unfinished_work(m_ctx);
   if (counts.first + counts.second == 0) return true;
@@ -98,23 +118,12 @@ bool Recovery::run(unsigned& batch_no) {
   // the application moved from a root of one such batch to a root of another after they were copied is then
   // copied once, under its current root, instead of meeting the other batch's copy as a conflict.
   std::vector<Batch> batches;
-  unsigned long long after = 0;
-  while (true) {
-    if (!m_ctx.hooks.boundary("recovery")) return false;
-    auto rows = m_ctx.registry.unfinished_batches(m_ctx.reg(), m_ctx.job_id, after, 16);
-    if (rows.empty()) break;
-    for (const auto& row : rows) {
-      after = row.id;
-      Batch& batch = batches.emplace_back();
-      batch.no = ++batch_no;
-      batch.id = row.id;
-      batch.recovery = true;
-      batch.unproven = m_ctx.mode == Mode::archive && row.state == "deleting";
-      for (const auto& enc : row.root_keys) batch.add_root(tracking::decode_key(enc));
-      m_log.adopt(batch, row.version);
-      if (batch.unproven) prove(batch);
-    }
-  }
+  const bool adopted = adopt_unfinished(m_ctx, m_log, batch_no, [&](Batch& batch, const tracking::BatchRow& row) {
+    batch.unproven = m_ctx.mode == Mode::archive && row.state == "deleting";
+    if (batch.unproven) prove(batch);
+    batches.push_back(std::move(batch));
+  });
+  if (!adopted) return false;
   fault::point("recovery_adopted");
   for (Batch& batch : batches) {
     if (!batch.unproven && !batch.delete_committed) m_stages.remove_copy(batch);

@@ -1,7 +1,8 @@
 #pragma once
 // Finishes the unfinished batches this job left in the registry (a crash, a kill, a failure) before any new
 // batch: each is adopted by this run with a guarded write and taken through every stage again. It never
-// starts new work.
+// starts new work. The adoption itself (adopt_unfinished) is restore's too.
+#include <functional>
 #include <utility>
 
 #include "pipeline/batch_log.h"
@@ -14,6 +15,11 @@ namespace goarchive::pipeline {
 // The job's unfinished roots (copied, deleting) in this scope; throws (exit 1, naming the command to run) when a
 // command other than ctx's wrote some of them: a batch is finished only by the mode that wrote it.
 std::pair<unsigned long long, unsigned long long> unfinished_work(const Context& ctx);
+// Adopts the job's unfinished batches (in this scope) in registry order, a page at a time: each is numbered after
+// `batch_no`, given its roots, adopted by this run with a guarded write and handed with its registry row to `each`.
+// False when a hook said stop at the boundary before a page.
+bool adopt_unfinished(const Context& ctx, const BatchLog& log, unsigned& batch_no,
+                      const std::function<void(Batch& batch, const tracking::BatchRow& row)>& each);
 
 class Recovery {
 public:

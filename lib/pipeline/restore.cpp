@@ -107,52 +107,40 @@ bool Restore::recover(unsigned& batch_no) {
   auto counts = unfinished_work(m_ctx);
   if (counts.first + counts.second == 0) return true;
   spdlog::info("recovery start: {} root(s) of an interrupted restore", counts.first + counts.second);
-  unsigned long long after = 0;
-  while (true) {
-    if (!m_ctx.hooks.boundary("recovery")) return false;
-    auto rows = m_ctx.registry.unfinished_batches(m_ctx.reg(), m_ctx.job_id, after, 16);
-    if (rows.empty()) break;
-    for (const auto& row : rows) {
-      after = row.id;
-      Batch batch;
-      batch.no = ++batch_no;
-      batch.id = row.id;
-      batch.recovery = true;
-      for (const auto& enc : row.root_keys) batch.add_root(tracking::decode_key(enc));
-      m_log.adopt(batch, row.version);
-      batch.proof = m_ctx.registry.proof(m_ctx.reg(), batch.id);
-      if (batch.proof.empty()) {
-        throw Error(fmt::format("restore batch {} of job {} has no commit proof: nothing tells whether its copy into "
-                                "the source committed; compare its roots in both servers (goarchive jobs), then "
-                                "clear it with goarchive jobs --clear",
-                                batch.id, m_ctx.job.name));
-      }
-      fault::point("recovery_adopted");
-      if (!m_ctx.proof->committed(batch.proof)) {
-        // The copy rolled back: the rows never left the archive, and the loop restores them again.
-        spdlog::info("batch {}: the interrupted copy into the source rolled back; its {} root(s) are restored again",
-                     batch.no, batch.roots.size());
-        batch.fate.assign(batch.roots.size(), RootFate::changed);
-        db::Transaction tx(m_ctx.reg());
-        m_log.end(batch);
-        m_ctx.hooks.before_commit();
-        tx.commit();
-        continue;
-      }
-      // The copy committed: the rows are back in the source, and the archived copy is this batch's to remove.
-      spdlog::info("batch {}: the interrupted copy into the source committed; removing its archived copy", batch.no);
-      batch.tables.assign(m_ctx.tables.size(), TableRows{});
-      batch.fate.assign(batch.roots.size(), RootFate::moved);
-      m_tree.read_roots(m_ctx.src, Side::source, batch, Read::plain);
-      m_tree.read_children(m_ctx.src, Side::source, batch, Read::plain);
-      batch.loaded = batch.prebuilt = true;
-      batch.copied.assign(m_ctx.tables.size(), 0);
-      batch.verified.assign(m_ctx.tables.size(), 0);
-      remove_archived(batch);
-      account(batch);
-      m_ctx.stats.recovered += batch.roots.size();
+  const bool adopted = adopt_unfinished(m_ctx, m_log, batch_no, [&](Batch& batch, const tracking::BatchRow&) {
+    batch.proof = m_ctx.registry.proof(m_ctx.reg(), batch.id);
+    if (batch.proof.empty()) {
+      throw Error(fmt::format("restore batch {} of job {} has no commit proof: nothing tells whether its copy into "
+                              "the source committed; compare its roots in both servers (goarchive jobs), then "
+                              "clear it with goarchive jobs --clear",
+                              batch.id, m_ctx.job.name));
     }
-  }
+    fault::point("recovery_adopted");
+    if (!m_ctx.proof->committed(batch.proof)) {
+      // The copy rolled back: the rows never left the archive, and the loop restores them again.
+      spdlog::info("batch {}: the interrupted copy into the source rolled back; its {} root(s) are restored again",
+                   batch.no, batch.roots.size());
+      batch.fate.assign(batch.roots.size(), RootFate::changed);
+      db::Transaction tx(m_ctx.reg());
+      m_log.end(batch);
+      m_ctx.hooks.before_commit();
+      tx.commit();
+      return;
+    }
+    // The copy committed: the rows are back in the source, and the archived copy is this batch's to remove.
+    spdlog::info("batch {}: the interrupted copy into the source committed; removing its archived copy", batch.no);
+    batch.tables.assign(m_ctx.tables.size(), TableRows{});
+    batch.fate.assign(batch.roots.size(), RootFate::moved);
+    m_tree.read_roots(m_ctx.src, Side::source, batch, Read::plain);
+    m_tree.read_children(m_ctx.src, Side::source, batch, Read::plain);
+    batch.loaded = batch.prebuilt = true;
+    batch.copied.assign(m_ctx.tables.size(), 0);
+    batch.verified.assign(m_ctx.tables.size(), 0);
+    remove_archived(batch);
+    account(batch);
+    m_ctx.stats.recovered += batch.roots.size();
+  });
+  if (!adopted) return false;
   spdlog::info("recovery done: {} root(s) finished", m_ctx.stats.recovered);
   return true;
 }
