@@ -241,9 +241,8 @@ unsigned long long PartitionPath::move_back(const tracking::PartitionStep& step,
 void PartitionPath::prove_where(tracking::PartitionStep& step) {
   const TableMeta& root = m_ctx.root();
   // The keys first, then the rows by key: `where` may read the clock, and a row must not be judged twice.
-  db::RowSet keys = m_ctx.src.query(fmt::format("SELECT {} FROM {} AS {} WHERE NOT (({}) IS TRUE)",
-                                                sql::ident_list(root.key_cols), side(step), sql::ident(m_table),
-                                                m_ctx.job.where));
+  db::RowSet keys = m_ctx.src.query(fmt::format("SELECT {} FROM {} AS {} WHERE {}", sql::ident_list(root.key_cols),
+                                                side(step), sql::ident(m_table), not_true(m_ctx.job.where)));
   if (keys.rows() == 0) return;
   std::vector<sql::KeyLiterals> lits;
   std::vector<size_t> idx(root.key_cols.size());

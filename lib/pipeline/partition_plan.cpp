@@ -86,13 +86,17 @@ std::vector<PartitionChoice> plan_partitions(const Context& ctx, db::Connection&
       const std::string from = fmt::format("{} PARTITION ({}) AS {}", root.source_name, sql::ident(p.name),
                                            sql::ident(root.node.table));
       db::RowSet r = conn.query(fmt::format(
-          "SELECT EXISTS (SELECT 1 FROM {0} LIMIT 1), EXISTS (SELECT 1 FROM {0} WHERE NOT (({1}) IS TRUE) LIMIT 1)",
-          from, ctx.job.where));
+          "SELECT EXISTS (SELECT 1 FROM {0} LIMIT 1), EXISTS (SELECT 1 FROM {0} WHERE {1} LIMIT 1)",
+          from, not_true(ctx.job.where)));
       p.any_row = r.text(0, 0) == "1";
       p.outside_where = r.text(0, 1) == "1";
     }
   }
   return choose(parts, why);
+}
+
+std::string not_true(const std::string& where) {
+  return fmt::format("(NOT ({0}) OR ({0}) IS NULL)", where);
 }
 
 std::string describe(const PartitionChoice& c) {

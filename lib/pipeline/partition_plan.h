@@ -53,6 +53,10 @@ std::vector<PartitionFacts> read_partitions(db::Connection& conn, const std::str
 // layout and the table allow (one scan of each such partition at most), and decides.
 std::vector<PartitionChoice> plan_partitions(const Context& ctx, db::Connection& conn);
 
+// The rows for which `where` is not true (false or NULL), in a form the optimizer reads as a range of an index on
+// `where`'s column (`NOT ((where) IS TRUE)` it reads as a scan of the whole partition).
+std::string not_true(const std::string& where);
+
 // "p2026_01 whole: every row matches where (~3875 rows)" for the log, plan and dry-run.
 std::string describe(const PartitionChoice& c);
 
