@@ -578,6 +578,10 @@ private:
                          "COLUMN {} {}",
                          ddb, s.name, c.name, c.column_type, sql::qualified(ddb, s.name), sql::ident(c.name),
                          c.column_type));
+      } else if (std::string json = db::Dialect::json_storage_difference(c.column_type, dc->column_type);
+                 !json.empty()) {
+        fail(fmt::format("column {}.{} is {} on the destination but {} on the source: {}", s.name, c.name,
+                         dc->column_type, c.column_type, json));
       } else if (ascii_lower(dc->column_type) != ascii_lower(c.column_type) || dc->collation != c.collation) {
         fail(fmt::format("column {}.{} is {}{} on the destination but {}{} on the source; make the destination "
                          "column the same type",

@@ -146,6 +146,22 @@ bool Dialect::column_gipk(const std::string& name, const std::string& extra) {
          l.find("invisible") != std::string::npos;
 }
 
+std::string Dialect::json_storage_difference(const std::string& source_type, const std::string& destination_type) {
+  const std::string s = ascii_lower(source_type), d = ascii_lower(destination_type);
+  if (s == d) return "";
+  if (d == "json" && s == "longtext") {
+    return "MySQL's binary JSON would store the source's JSON text (MariaDB keeps it as written) in its own "
+           "normalized form (spacing, key order, duplicate keys, number forms), so its copy could not be verified "
+           "byte for byte; make the archive column LONGTEXT as the source's (goarchive schema creates it so, with "
+           "its json_valid CHECK)";
+  }
+  if (s == "json" && d != "json") {
+    return "the source's JSON is MySQL's binary JSON, which only a MySQL json column stores as the source does; "
+           "archive it into a MySQL server, in a json column (goarchive schema creates it so there)";
+  }
+  return "";
+}
+
 std::vector<std::string> Dialect::differences() const {
   std::vector<std::string> out;
   out.push_back(delete_returning()
@@ -174,10 +190,11 @@ std::vector<std::string> Dialect::differences() const {
                                   ? "; a generated invisible primary key (my_row_id) is a key, copied like any column"
                                   : ""));
   }
-  out.push_back(json_binary() ? "JSON: stored binary and read back in MySQL's normalized text: a MariaDB source's "
-                                "JSON text in another form fails the copy's verification (no canonical comparison)"
-                              : "JSON: LONGTEXT, kept as written (a MySQL archive would rewrite it: verification "
-                                "fails such a copy)");
+  out.push_back(json_binary() ? "JSON: stored binary, read back in MySQL's normalized text; a MariaDB source's JSON "
+                                "(LONGTEXT) is archived into LONGTEXT byte for byte, never into a json column (no "
+                                "canonical comparison)"
+                              : "JSON: LONGTEXT with a json_valid CHECK, kept as written and archived byte for byte "
+                                "(a MySQL json archive column would rewrite it: preflight refuses one)");
   return out;
 }
 

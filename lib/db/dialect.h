@@ -128,11 +128,18 @@ public:
   // JSON is LONGTEXT and keeps the text as written.
   bool json_binary() const { return !mariadb(); }
   // Whether a JSON value copied from `source` to `destination` may read back as other text than it was sent
-  // (a MariaDB text into MySQL's binary JSON): byte-exact verification then fails the batch rather than pass a
-  // rewritten value (goarchive does not compare JSON canonically).
+  // (a MariaDB text into MySQL's binary JSON): preflight refuses such an archive column
+  // (json_storage_difference), and byte-exact verification would fail the batch rather than pass a rewritten
+  // value (goarchive does not compare JSON canonically).
   static bool json_text_may_change(const Dialect& source, const Dialect& destination) {
     return !source.json_binary() && destination.json_binary();
   }
+
+  // Pure, recorded information_schema.COLUMNS.COLUMN_TYPE values: why a source column of `source_type` cannot be
+  // archived into a destination column of `destination_type` when the two differ in how the servers store JSON
+  // (MariaDB's JSON is LONGTEXT with a json_valid CHECK, kept as written; MySQL's is `json`, binary, printed in its
+  // normalized form), with the fix; "" when that is not the difference.
+  static std::string json_storage_difference(const std::string& source_type, const std::string& destination_type);
 
   // ---- what differs here, for `validate`: one line per behaviour this server takes that another does not.
   std::vector<std::string> differences() const;

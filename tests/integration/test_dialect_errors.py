@@ -9,6 +9,8 @@ MariaDB; MySQL's numbers are unit-tested on recorded answers (unit/test_recorded
 - A value written into a generated column (MariaDB 1906, MySQL 3105). The copy never writes one; when the archive's
   column turns generated after preflight, an INSERT's refusal names the table, the column and the fix (bulk INSERT
   and LOAD DATA drop the value silently: the verification fails the batch), and nothing is lost.
+- JSON: MariaDB's (LONGTEXT) is archived and restored byte for byte; MySQL's binary JSON would rewrite it, so
+  preflight refuses a json archive column for it (unit-tested on recorded COLUMN_TYPE values).
 """
 
 import os
@@ -155,6 +157,37 @@ class GeneratedColumnWriteTest(unittest.TestCase):
                 self.assertEqual(sc.count("destination", "p"), 30)
                 self.assertEqual(sc.count("source", "p"), 0)
                 sc.assert_invariant(before)
+
+
+class JsonStorageTest(unittest.TestCase):
+    def test_mariadb_json_stays_byte_for_byte(self):
+        """MariaDB's JSON is LONGTEXT with a json_valid CHECK: archive and restore keep its text exactly as written
+        (spacing, key order, duplicate keys, number forms MySQL's binary JSON would rewrite), compared by the
+        servers' own checksums; `schema` gives the archive column the source's LONGTEXT and CHECK, and validate -v
+        names the JSON behaviour of each server."""
+        sc = Scenario(self, "json")
+        sc.src(f"CREATE TABLE p (id INT PRIMARY KEY, j JSON, created DATE NOT NULL) {INNODB}")
+        texts = ['{"b": 1,   "a" : [1.0, 2.50e0, -0]}', '{"k":"v","k":"dup"}', '  [ ]  ', '1E400',
+                 '{"z":{"y":{"x":"\\u00e9\\ud83d\\ude00"}}}', '12345678901234567890123', 'null']
+        for i, t in enumerate(texts, 1):
+            sc.src("INSERT INTO p VALUES (%s, %s, '2001-01-01')", (i, t))
+        start = gatest.stored_checksums("source", sc.src_db, "p")
+        gatest.sql("destination", f"DROP DATABASE {q(sc.dst_db)}")
+        cfg = sc.config({"j": {"root_table": "p", "where": "created < '2002-01-01'"}}, processing={"batch_size": 3})
+        r = sc.job("schema", cfg, "j", "--apply")
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("CHECK (json_valid(`j`))", gatest.sql("destination", f"SHOW CREATE TABLE {q(sc.dst_db)}.p")[0][1])
+        r = sc.run("validate", "-c", cfg, "-v")
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("JSON: LONGTEXT with a json_valid CHECK, kept as written and archived byte for byte", r.out)
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(gatest.stored_checksums("destination", sc.dst_db, "p"), start)
+        self.assertEqual([t for (t,) in sc.dst("SELECT j FROM p ORDER BY id")], texts)
+        r = sc.job("restore", cfg, "j", "--where", "1=1")
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(gatest.stored_checksums("source", sc.src_db, "p"), start)
+        self.assertEqual(sc.count("destination", "p"), 0)
 
 
 if __name__ == "__main__":

@@ -290,3 +290,23 @@ TEST_CASE("recorded_mysql80: the setting and error of a required primary key") {
   CHECK(portable.require_primary_key_error() == 1173);
   CHECK(portable.generated_write_error() == 1906);
 }
+
+// JSON storage: MariaDB's JSON is "an alias for LONGTEXT COLLATE utf8mb4_bin" with a json_valid CHECK
+// (https://mariadb.com/kb/en/json-data-type/; measured on 10.11.19 here: COLUMN_TYPE "longtext", SHOW CREATE TABLE
+// "`j` longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`j`))"); MySQL's is
+// COLUMN_TYPE "json", stored binary and printed normalized ("MySQL normalizes JSON ... duplicate keys ... the last
+// one wins", https://dev.mysql.com/doc/refman/8.0/en/json.html#json-normalization).
+TEST_CASE("recorded_mysql80: a MariaDB JSON column is never archived into MySQL's json") {
+  std::string into_mysql = Dialect::json_storage_difference("longtext", "json");
+  CHECK(into_mysql.find("normalized form (spacing, key order, duplicate keys, number forms)") != std::string::npos);
+  CHECK(into_mysql.find("make the archive column LONGTEXT as the source's (goarchive schema creates it so") !=
+        std::string::npos);
+  CHECK(Dialect::json_storage_difference("json", "longtext").find("archive it into a MySQL server, in a json column") !=
+        std::string::npos);
+  CHECK(Dialect::json_storage_difference("longtext", "longtext").empty());  // MariaDB -> MariaDB: byte for byte
+  CHECK(Dialect::json_storage_difference("json", "JSON").empty());          // MySQL -> MySQL
+  CHECK(Dialect::json_storage_difference("int(11)", "bigint(20)").empty());  // another difference: not JSON's
+  // validate -v says it for each server.
+  CHECK(server("8.4.3", 80403).differences().back().find("never into a json column") != std::string::npos);
+  CHECK(server("10.11.19-MariaDB", 101119).differences().back().find("preflight refuses one") != std::string::npos);
+}
