@@ -2,8 +2,10 @@
 # The randomized live-application test (tests/chaos/test_chaos.py), long: N rounds from one seed.
 #   scripts/chaos.sh --rounds N [--seed S] [--seconds SECONDS_OF_LOAD_PER_ROUND] [--keep]
 # Needs the Debug build (build/goarchive, or GOARCHIVE_BIN). Starts and stops its own servers (ports 26306-26308,
-# /tmp/ga-chaos). Prints at the end: rounds, application writes committed, kills, fault points fired, shared-archive
-# rounds and their refusals, restore rounds, faults beyond SIGKILL of each kind, lost / duplicated / stale / orphans.
+# /tmp/ga-chaos; CHAOS_SERVERS_DIR, CHAOS_SOURCE_PORT, CHAOS_REPLICA_PORT, CHAOS_DEST_PORT move them). Prints at the
+# end: rounds, application writes committed, kills, fault points fired, shared-archive rounds and their refusals,
+# restore rounds, partitioned rounds, faults beyond SIGKILL of each kind, lost / duplicated / stale / orphans.
+# CHAOS_FORCE=partitions makes every round a partitioned one (test_chaos.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=20 seed=${CHAOS_SEED:-$(date +%s)} seconds=${CHAOS_SECONDS:-15}
@@ -48,6 +50,10 @@ print(f"chaos.sh: restore rounds {g('rounds_restore')} (--keep-archive {g('round
       f"diamond roots blocked {g('restore_blocked')}, conflicts after --keep-archive {g('restore_keep_conflicts')}, "
       f"rows a --keep-archive rerun after a kill restored again (fixed in 7a08fd2, a failure unless CHAOS_ALLOW_RESURRECTED=1) {g('resurrected')} in "
       f"{g('rounds_resurrected')} rounds")
+print(f"chaos.sh: partitioned rounds {g('rounds_partition')} (portable {g('rounds_partition_portable')}): partitions "
+      f"taken whole {g('partitions_whole')}, rows that went back into the table {g('partition_rows_back')}, SIGKILLs "
+      f"at partition points {g('kills_partition')}, runs held before a detach {g('pause_runs')}, invariant checks "
+      f"while a partition step was unfinished {g('midway_checks')}")
 print(f"chaos.sh: fault points that killed {len(d.get('points', {}))}: "
       + ", ".join(f"{p} {n}" for p, n in sorted(d.get("points", {}).items())))
 print(f"chaos.sh: shared-archive rounds {g('rounds_shared')}: refused another mode of a killed job "

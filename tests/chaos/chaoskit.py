@@ -9,8 +9,10 @@ exact values the server stores), plus {table: set of deleted keys}. goarchive mo
 """
 
 import collections
+import datetime
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -25,8 +27,9 @@ import pymysql  # noqa: E402
 
 q = gatest.quote_ident
 
+# 29306-29308 are a second chaos instance's (CHAOS_SOURCE_PORT=29306 ...), beside the default 26306-26308.
 FORBIDDEN_PORTS = {str(p) for base in (23306, 24306, 25306) for p in range(base, base + 3)} | \
-    {str(p) for base in range(27306, 30307, 1000) for p in range(base, base + 3)} | \
+    {str(p) for base in (27306, 28306, 30306) for p in range(base, base + 3)} | \
     {"33306", "33307", "33308"}  # the type-fidelity suite's (test_type_fidelity.py)
 OWN = campaignkit.OwnServers("CHAOS", "/tmp/ga-chaos", 26306, forbidden=FORBIDDEN_PORTS,
                              refusal="the chaos test must not run on other suites' ports")
@@ -157,6 +160,10 @@ class Schema:
             out.append(("g", self.fk2["g"], "r", self.pk["r"]))
         return out
 
+    def eligible_row(self, row):
+        """Whether root ROW (a model row of r) matches the job's `where`."""
+        return row[self.cols["r"].index("cold")] == 1
+
     def key_of(self, t, row):
         return tuple(row[: len(self.pk[t])])
 
@@ -176,6 +183,81 @@ class Schema:
 
     def select(self, t):
         return f"SELECT {', '.join(q(c) for c in self.cols[t])} FROM {q(t)}"
+
+
+# -- partitioned rounds: the table and its `where` -------------------------------------------------------------------
+# The root table r of a partitioned round (test_chaos.py, partition_round) is an events table: PRIMARY KEY (id,
+# created), RANGE COLUMNS(created) in monthly partitions p2026_01 .. p2026_08 and pmax (MAXVALUE), no relations, so
+# goarchive's partition path takes every partition wholly inside `where` and the row path the rest, in one run
+# (goarchive(1) PARTITIONS). `where` is "created < CUTOFF AND cold = 1"; the round moves CUTOFF on through
+# PART_CUTOFFS like a nightly job's cutoff (never back: a row archived under an earlier cutoff stays eligible), each
+# leaving the partitions before its month whole (unless a row in them has cold = 0) and half of its own month to the
+# row path. The archive's r is the same table unpartitioned.
+PART_MONTHS = 8
+PART_CUTOFFS = ["2026-02-15", "2026-03-15", "2026-04-15", "2026-05-15", "2026-06-15", "2026-07-15", "2026-08-15"]
+PART_START = datetime.date(2026, 1, 1)
+PART_OLD_END = datetime.date.fromisoformat(PART_CUTOFFS[-1])  # rows before it are "old": inside some cutoff
+PART_END = datetime.date(2026, 10, 1)  # the data's dates are before it (September lands in pmax)
+PART_POINTS = {  # the partition path's fault points each mode passes (lib/pipeline/partition_path.cpp)
+    "archive": ["partition_detaching", "partition_after_detach", "partition_after_prove",
+                "partition_before_copy_commit", "partition_after_copy_commit", "partition_copied",
+                "partition_after_drop"],
+    "purge": ["partition_detaching", "partition_after_detach", "partition_after_prove", "partition_copied",
+              "partition_after_drop"],
+}
+
+
+def part_bounds(name):
+    """(first day, first day after) of monthly partition NAME (p2026_03); None for pmax."""
+    if not re.fullmatch(r"p\d{4}_\d{2}", name):
+        return None
+    y, m = int(name[1:5]), int(name[6:8])
+    return datetime.date(y, m, 1), datetime.date(y + m // 12, m % 12 + 1, 1)
+
+
+def part_day(rng, lo, hi):
+    """A random day D, LO <= D < HI."""
+    return lo + datetime.timedelta(days=rng.randrange(max((hi - lo).days, 1)))
+
+
+class PartSchema(Schema):
+    """The partitioned round's single table r (see above); CUTOFF is the job's current `where` cutoff, and the
+    oracle's (eligible_row) once the final run is done."""
+
+    def __init__(self, cutoff=PART_CUTOFFS[0]):  # noqa: the three-table layout of Schema does not apply
+        self.key, self.dbfk, self.diamond, self.tables = "partitioned", False, False, 1
+        self.TABLES, self.PARENT, self.CHILD = ["r"], {}, {}
+        self.pk = {"r": ["id", "created"]}
+        self.fk, self.fk2 = {"r": []}, {"r": []}
+        self.cols = {"r": ["id", "created", "cold", "v", "payload", "amt"]}
+        self._types = {("r", "id"): "INT NOT NULL", ("r", "created"): "DATE NOT NULL"}
+        self.cutoff = cutoff
+
+    @property
+    def where(self):
+        return f"created < '{self.cutoff}' AND cold = 1"
+
+    def keyval(self, n):
+        return (n,)  # the id only: the application picks each row's date (PartApp)
+
+    def eligible_row(self, row):
+        return row[2] == 1 and row[1] < datetime.date.fromisoformat(self.cutoff)
+
+    def ddl(self, t, partitioned=True):
+        cols = ("id INT NOT NULL, created DATE NOT NULL, cold TINYINT NOT NULL, v BIGINT NOT NULL, payload "
+                "VARCHAR(100) NULL, amt DECIMAL(12,3) NULL, PRIMARY KEY (id, created), KEY (created)")
+        text = f"CREATE TABLE r ({cols}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+        if not partitioned:
+            return text
+        parts = []
+        for m in range(1, PART_MONTHS + 1):
+            lo, hi = part_bounds(f"p2026_{m:02d}")
+            parts.append(f"PARTITION p2026_{m:02d} VALUES LESS THAN ('{hi}')")
+        return f"{text} PARTITION BY RANGE COLUMNS(created) ({', '.join(parts)}, PARTITION pmax VALUES LESS THAN " \
+               "(MAXVALUE))"
+
+    def job(self):
+        return {"root_table": "r", "where": self.where}
 
 
 def payload(rng, tag):
@@ -638,6 +720,250 @@ class App:
         return self._rekey(cur, rng, "c")
 
 
+class PartApp(App):
+    """The application of a partitioned round (PartSchema): it updates rows, inserts current events (recent dates)
+    and late ones (old dates, landing in a partition being detached, or in the next one once it is gone), makes rows
+    stop matching `where` (cold = 0) and match again, moves rows to another date (a primary key change that moves
+    them across partitions), re-keys and deletes them: all the time, each write its own transaction."""
+
+    OPS_PART = {"upd_root": 6, "new_recent": 3, "late_insert": 2, "unmatch": 1, "rematch": 3, "move_date": 1,
+                "rekey_root": 1, "del_root": 3}
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.ops = self.OPS_PART
+        # Keys the threads leave alone but for upd_root (which keeps whether a row matches): the rows the harness
+        # wrote into a partition while goarchive waited before its detach (write_now), until that run ended.
+        self.reserved = set()
+
+    def _pick_where(self, rng, pred):
+        with self.m.lock:
+            keys = [k for k, row in self.m.rows["r"].items() if k not in self.reserved and pred(row)]
+        if not keys:
+            raise Skip()
+        return rng.choice(keys)
+
+    def _insert_at(self, cur, rng, created, cold):
+        (n,) = self.m.fresh("r")
+        key = (n, created)
+        cur.execute("INSERT INTO r (id, created, cold, v, payload, amt) VALUES (%s, %s, %s, 1, %s, %s)",
+                    (n, created, cold, payload(rng, "n"), amount(rng)))
+        return [("r", key, self._read(cur, "r", key))], [], set()
+
+    def _set(self, cur, rng, key, sets="", params=()):
+        n = cur.execute(f"UPDATE r SET v = v + 1, payload = %s{sets} WHERE {self.s.kwhere('r')}",
+                        (payload(rng, "u"), *params, *key))
+        if n < 1:
+            raise Skip()
+        return [("r", key, self._read(cur, "r", key))], [], self._root_tag("r", key)
+
+    def new_recent(self, cur, rng):
+        return self._insert_at(cur, rng, part_day(rng, PART_OLD_END, PART_END), int(rng.random() < 0.7))
+
+    def late_insert(self, cur, rng):
+        return self._insert_at(cur, rng, part_day(rng, PART_START, PART_OLD_END), int(rng.random() < 0.8))
+
+    def unmatch(self, cur, rng):
+        key = self._pick_where(rng, lambda row: row[2] == 1 and row[1] < PART_OLD_END)
+        return self._set(cur, rng, key, ", cold = 0")
+
+    def rematch(self, cur, rng):
+        key = self._pick_where(rng, lambda row: row[2] == 0 and row[1] < PART_OLD_END)
+        return self._set(cur, rng, key, ", cold = 1")
+
+    def del_root(self, cur, rng):
+        key = self._pick_where(rng, lambda row: True)
+        tags = self._root_tag("r", key)
+        if cur.execute(f"DELETE FROM r WHERE {self.s.kwhere('r')}", key) != 1:
+            raise Skip()
+        return [], [("r", key)], tags
+
+    def move_date(self, cur, rng):
+        """A row's date changed (old to recent: it stops matching; recent to old: a late row): its key changes."""
+        key = self._pick_where(rng, lambda row: True)
+        new = part_day(rng, PART_OLD_END, PART_END) if key[1] < PART_OLD_END else \
+            part_day(rng, PART_START, PART_OLD_END)
+        return self._rekey_to(cur, key, (key[0], new), "created = %s", (new,))
+
+    def rekey_root(self, cur, rng):
+        key = self._pick_where(rng, lambda row: True)
+        (n,) = self.m.fresh("r")
+        return self._rekey_to(cur, key, (n, key[1]), "id = %s", (n,))
+
+    def _rekey_to(self, cur, key, new, sets, params):
+        tags = self._root_tag("r", key)
+        if cur.execute(f"UPDATE r SET {sets}, v = v + 1 WHERE {self.s.kwhere('r')}", (*params, *key)) != 1:
+            raise Skip()
+        return [("r", new, self._read(cur, "r", new))], [("r", key)], tags | {new}
+
+    # writes the harness makes while goarchive waits at partition_detaching (the plan made, the DDL not yet run)
+    def unmatch_in(self, cur, rng, lo, hi):
+        key = self._pick_where(rng, lambda row: row[2] == 1 and lo <= row[1] < hi)
+        return self._set(cur, rng, key, ", cold = 0")
+
+    def late_in(self, cur, rng, lo, hi, cold):
+        return self._insert_at(cur, rng, part_day(rng, lo, hi), cold)
+
+    def write_now(self, name, fn):
+        """FN(cursor) as one application write on a connection of its own (the threads keep writing), learnt by
+        the model if it committed, its rows reserved (left alone by the threads until reserved is cleared);
+        returns whether it committed."""
+        conn = self._connect()
+        try:
+            try:
+                with conn.cursor() as cur:
+                    changes = fn(cur)
+                with self.m.lock:
+                    conn.commit()
+                    self._apply(name, changes)
+                    self.reserved.update(key for _, key, _ in changes[0])
+                return True
+            except Skip:
+                conn.rollback()
+                return False
+            except pymysql.err.MySQLError as e:
+                self.errors[f"error {e.args[0] if e.args else None}"] += 1
+                conn.rollback()
+                return False
+        finally:
+            conn.close()
+
+
+def load_partitioned(schema, model, db, rng, n):
+    """N rows over PART_START .. PART_END: the old ones (before the last cutoff) all matching `where` (cold = 1)
+    but a few in one month between the first and the last cutoff, which starts out on the row path; the recent ones
+    cold or not. Fills the model from what the source stores."""
+    blocked = rng.randint(3, 7)
+    rows = []
+    for _ in range(n):
+        (i,) = model.fresh("r")
+        d = part_day(rng, PART_START, PART_END)
+        cold = int(rng.random() < (0.9 if d.month == blocked else 1.0)) if d < PART_OLD_END else \
+            int(rng.random() < 0.5)
+        rows.append((i, d, cold, 1, payload(rng, "r"), amount(rng)))
+    (i,) = model.fresh("r")
+    rows.append((i, datetime.date(2026, blocked, 10), 0, 1, payload(rng, "r"), amount(rng)))
+    conn = gatest.connect("source", db, autocommit=False)
+    try:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO r (id, created, cold, v, payload, amt) VALUES (%s, %s, %s, %s, %s, %s)",
+                            rows)
+        conn.commit()
+    finally:
+        conn.close()
+    model.rows["r"] = table_rows(schema, "source", db, "r")
+    return blocked
+
+
+def side_tables(db):
+    """The side tables (ga_%) in source database DB."""
+    return [r[0] for r in gatest.sql("source", "SELECT TABLE_NAME FROM information_schema.TABLES WHERE "
+                                               "TABLE_SCHEMA = %s AND TABLE_NAME LIKE 'ga\\_%%' ORDER BY 1", (db,))]
+
+
+def unfinished_steps(job_schema):
+    """(partition, command, state) of the partition steps a run left unfinished."""
+    try:
+        return [tuple(r) for r in gatest.sql("destination", f"SELECT partition_name, command, state FROM "
+                                                            f"{q(job_schema)}.`partition_steps` WHERE state NOT IN "
+                                                            "('dropped', 'left') ORDER BY 1")]
+    except pymysql.err.ProgrammingError:  # no registry yet
+        return []
+
+
+def check_midway(schema, model, src_db, dst_db, job_schema, mode):
+    """Failures {category: [lines]} of a partitioned round while a killed run's work is unfinished (the application
+    held): every row of the model is in the source (the table r or a side table ga_%, never both, at its latest
+    version: the application cannot reach a side table) or in the archive. A row in a side table and the archive
+    is allowed when the archive's copy is the row (its chunk's copy committed, the side table not dropped yet). A
+    row in r and the archive, a stale archive copy, or a row the application deleted still in the archive is
+    allowed only while the row path has an unfinished batch (copied or deleting: between its copy and its
+    delete); no unknown row anywhere. Purge (MODE): a row in no place is allowed when it matches `where` (the
+    schema's current cutoff, which only grows: purged under an earlier one, it matches this one too)."""
+    bad = collections.defaultdict(list)
+    sides = {name: campaignkit.rows_by_key("source", src_db, name, schema.cols["r"], schema.pk["r"])
+             for name in side_tables(src_db)}
+    src = table_rows(schema, "source", src_db, "r")
+    dst = table_rows(schema, "destination", dst_db, "r")
+    open_batch = int(gatest.sql("destination", f"SELECT COUNT(*) FROM {q(job_schema)}.`batches` WHERE state IN "
+                                               "('copied', 'deleting')")[0][0]) > 0
+    steps = unfinished_steps(job_schema)
+    tag = f" (side tables {sorted(sides)}, unfinished steps {steps}, open row batch {open_batch})"
+    for key, row in model.rows["r"].items():
+        STATS["row_checks"] += 1
+        why = model.why("r", key)
+        places = [(n, rows[key]) for n, rows in [("r", src)] + sorted(sides.items()) if key in rows]
+        d = dst.get(key)
+        for where, got in places:
+            if got != row:
+                bad["stale"].append(f"r {key}: the source's {where} has {got}, latest version {row}{why}{tag}")
+        if len(places) > 1:
+            bad["duplicated"].append(f"r {key}: in the source's {[p for p, _ in places]}{why}{tag}")
+        if not places and d is None and mode == "purge" and schema.eligible_row(row):
+            continue  # purged
+        if not places and d is None:
+            bad["lost"].append(f"r {key}: in neither the source (r, side tables) nor the archive; latest version "
+                               f"{row}{why}{tag}")
+        elif not places and d != row:
+            bad["stale"].append(f"r {key}: the archive has {d}, latest version {row}{why}{tag}")
+        elif places and d is not None:
+            in_side = any(p != "r" for p, _ in places)
+            if in_side and d != row:
+                bad["stale"].append(f"r {key}: a side table holds it and the archive has {d}, latest {row}{why}{tag}")
+            elif not in_side and not open_batch:
+                bad["duplicated"].append(f"r {key}: in the source's r and the archive, no batch open{why}{tag}")
+    for where, rows in [("source r", src), ("archive", dst)] + [(f"source {n}", r) for n, r in sides.items()]:
+        for key, got in rows.items():
+            if key in model.rows["r"]:
+                continue
+            if key in model.deleted["r"] and where == "archive" and open_batch:
+                continue
+            state = "deleted by the application" if key in model.deleted["r"] else "unknown"
+            bad["stale"].append(f"r {key}: {state}, in the {where}: {got}{model.why('r', key)}{tag}")
+    return bad
+
+
+def stored_rows(src_db, dst_db):
+    """{pk form: [(place, sha256)]} over the source's r and side tables and the archive's r: each row's checksum
+    computed by its server on its stored bytes (gatest.stored_checksums)."""
+    out = collections.defaultdict(list)
+    for t in ["r"] + side_tables(src_db):
+        for k, sha in gatest.stored_checksums("source", src_db, t).items():
+            out[k].append((f"source {t}", sha))
+    for k, sha in gatest.stored_checksums("destination", dst_db, "r").items():
+        out[k].append(("archive r", sha))
+    return out
+
+
+def check_stored(before, after, mode):
+    """Failures {category: [lines]} of a final run on the servers' checksums: BEFORE and AFTER are stored_rows()
+    with the application stopped, before and after it. Every row the source held before is after it in exactly one
+    place (archive mode: source or archive; purge: the source, or gone), byte-equal to the source's row before; no
+    row after it that was not there before; nothing in two places."""
+    bad = collections.defaultdict(list)
+    expect = {}
+    for k, places in before.items():
+        src = [(p, sha) for p, sha in places if p.startswith("source")]
+        if len(src) > 1:
+            bad["duplicated"].append(f"(checksums) key {k}: in {[p for p, _ in src]} before the final run")
+        expect[k] = (src or places)[0][1]
+        if not src and mode == "purge":
+            expect[k] = None  # an archive row in a purge round: none may be there (the model check names it)
+    for k, places in after.items():
+        if len(places) > 1:
+            bad["duplicated"].append(f"(checksums) key {k}: in {[p for p, _ in places]} after the final run")
+        if k not in expect:
+            bad["stale"].append(f"(checksums) key {k}: in {[p for p, _ in places]} after the final run, nowhere before")
+        elif any(sha != expect[k] for _, sha in places) and expect[k] is not None:
+            bad["stale"].append(f"(checksums) key {k}: {places} after the final run, {expect[k]} before")
+    if mode == "archive":
+        for k, places in before.items():
+            if k not in after and any(p.startswith("source") for p, _ in places):
+                bad["lost"].append(f"(checksums) key {k}: in {[p for p, _ in places]} before the final run, nowhere "
+                                   "after it")
+    return bad
+
+
 # -- initial data ---------------------------------------------------------------------------------------------------
 def load(schema, model, db, rng, roots):
     """ROOTS roots (about half eligible), 0-4 children each, 0-2 grandchildren per child (the single-table shape:
@@ -705,7 +1031,8 @@ def conflict_roots(schema, job_schema):
     set is the passing answer (a missing registry after a final run is a failure, not "no conflicts")."""
     out = set()
     rows = gatest.sql("destination", f"SELECT root_key FROM {q(job_schema)}.`conflicts`")
-    types = [int if "INT" in schema._types[("r", c)].upper() else str for c in schema.pk["r"]]
+    types = [int if "INT" in schema._types[("r", c)].upper() else datetime.date.fromisoformat
+             if schema._types[("r", c)].upper().startswith("DATE") else str for c in schema.pk["r"]]
     for (blob,) in rows:
         blob, vals, i = bytes(blob), [], 0
         while i + 4 <= len(blob):
@@ -814,7 +1141,7 @@ def check(schema, model, src_db, dst_db, mode, what, conflicts=frozenset(), ambi
             return None
         if model.roots_of(t, key) & pinned:
             return False  # --keep-archive: its tree meets a row the archive kept, so it stays in the source
-        return model.rows["r"][r][schema.cols["r"].index("cold")] == 1 and r not in blocked
+        return schema.eligible_row(model.rows["r"][r]) and r not in blocked
 
     for t in schema.TABLES:
         for key, row in model.rows[t].items():

@@ -66,6 +66,26 @@ CHAOS_ALLOW_RESURRECTED=1 allows and counts it, to judge an older binary); the m
 after a kill restore again, a --keep-archive round's restore runs stop at the first that ends (rc 0 or 1). Restore
 rounds kill with SIGKILL only (no fault beyond it).
 
+PARTITIONED rounds (partition_round; issue 34, goarchive(1) PARTITIONS): the root table is an events table (chaoskit.
+PartSchema: PRIMARY KEY (id, created), RANGE COLUMNS(created), 8 monthly partitions and MAXVALUE, no relations) with
+`where` "created < CUTOFF AND cold = 1": whole partitions go the partition path (detached into a side table ga_%,
+rows that no longer match back into the table, archive copies the side table in verified chunks, then DROP; purge
+detaches and drops), the month of the cutoff the row path, in one run. The cutoff moves on during the round (a nightly
+job's), so that partitions keep falling wholly inside it. The application (chaoskit.PartApp) updates rows, inserts
+current and late events (old dates: into a partition being detached, or the next one once it is gone), makes rows stop
+matching (cold = 0) and match again, moves rows to other dates (a key change across partitions), re-keys and deletes
+rows. Archive or purge runs are SIGKILLed at the partition path's fault points (chaoskit.PART_POINTS; the first run
+at the one that fired least), at the row path's, after random delays, or held at partition_detaching while the
+harness, as the application, makes a row of that partition stop matching and inserts late rows into it (one that does
+not match must go back: the run says so). After most kills that leave a partition step unfinished, the application is
+held and chaoskit.check_midway checks that every row is in exactly one of the table, a side table and the archive
+(a side table's row also in the archive only as its committed copy). The final clean run (the last cutoff) is checked
+by the oracle, with no side table and no unfinished step left, and on the servers' own checksums before and after it
+(chaoskit.check_stored). A third of them run with GOARCHIVE_TEST_PORTABLE=1 (EXCHANGE PARTITION into an empty twin,
+the emptied partition stays and fills again). 15% of the random rounds that are not shared are partitioned; CI has one
+fixed partitioned archive round (PARTITION_COVER) in place of one of its random rounds. CHAOS_FORCE=partitions makes
+every round one (partitions,portable: all on the portable path; mode=purge: all purge).
+
 FAULTS BEYOND SIGKILL (fault_run): a round that draws one runs goarchive once paused at a commit point of its mode
 (GOARCHIVE_PAUSE=<point>:1:<file>) while the application writes, injects the fault there and proves it happened,
 then lets goarchive go on: the source or the destination restarted (scripts/servers.sh stop + start; its pid
@@ -78,11 +98,11 @@ a rerun must finish (rc 0); the round's oracle holds at the end.
 
 The first rounds (COVER) are fixed shapes that cover every pair of mode x key x relation kind x verification that
 can exist (pairwise; 12 rounds; four of them carry one fault of each kind, COVER_FAULTS), then two fixed shared-archive
-rounds (SHARED_COVER) and, in CI, two fixed restore rounds (RESTORE_COVER, one with --keep-archive), with data from
-the fixed seed 20261201; the rounds after them draw their shape at random from CHAOS_SEED (a fifth of them
-shared-archive rounds, 40% of the others with a fault beyond SIGKILL, and a quarter of those that are not shared
-restore rounds instead; CHAOS_FORCE=mode=restore makes every round one). In CI
-(CHAOS_ROUNDS unset) two random rounds follow, and CHAOS_SEED defaults to a number taken from the git commit, so the
+rounds (SHARED_COVER) and, in CI, two fixed restore rounds (RESTORE_COVER, one with --keep-archive) and one fixed
+partitioned archive round (PARTITION_COVER), with data from the fixed seed 20261201; the rounds after them draw their
+shape at random from CHAOS_SEED (a fifth of them shared-archive rounds, 40% of the others with a fault beyond SIGKILL,
+and a quarter of those that are not shared restore rounds instead, 15% partitioned rounds; CHAOS_FORCE=mode=restore
+makes every round one). In CI (CHAOS_ROUNDS unset) one random round follows, and CHAOS_SEED defaults to a number taken from the git commit, so the
 random part rotates with every commit (printed, to rerun a failure).
 
 The test proves that the chaos happened: every round must commit at least MIN_WRITES_PER_SECOND application writes per
@@ -102,9 +122,10 @@ older binary,
 CHAOS_FORCE=mode=archive,key=composite,dbfk=1,batch_size=4 gives every round that shape (to stress one kind;
 tables=1 forces the single-table shape, tables=3 the three tables; shared=1 (or mode=shared) the shared-archive rounds;
 mode=restore the restore rounds, keep=1 with --keep-archive;
-fault=restart_source|restart_destination|proxy|lock_kill one fault beyond SIGKILL in every round that is not shared).
-It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308) and stops them at
-the end. Needs the Debug build (fault hooks).
+fault=restart_source|restart_destination|proxy|lock_kill one fault beyond SIGKILL in every round that is not shared;
+partitions (or partitions=1) the partitioned rounds, with portable for GOARCHIVE_TEST_PORTABLE=1 in them).
+It starts its own servers (scripts/servers.sh, GOARCHIVE_TEST_DIR=/tmp/ga-chaos, ports 26306-26308; CHAOS_SERVERS_DIR,
+CHAOS_SOURCE_PORT, CHAOS_REPLICA_PORT, CHAOS_DEST_PORT move them) and stops them at the end. Needs the Debug build (fault hooks).
 """
 
 import collections
@@ -150,7 +171,7 @@ COVER = [
     ("purge", "composite", "diamond", "count"), ("archive", "composite", "diamond", "none"),
 ]
 COVER_SEED = 20261201  # the cover rounds' data in CI: the same every run
-RANDOM_IN_CI = 2  # random rounds after the cover when CHAOS_ROUNDS is unset
+RANDOM_IN_CI = 1  # random rounds after the cover when CHAOS_ROUNDS is unset (the fixed partitioned round took one)
 # Shared-archive rounds in CI, after COVER: (key, relation kind, verification); the four jobs of SHARED_JOBS (every
 # mode) over one destination database and one registry.
 SHARED_COVER = [("int", "dbfk", "sha256"), ("varchar", "config", "count")]
@@ -166,6 +187,13 @@ KEEP_SHARE = 0.3  # of the restore rounds: --keep-archive
 # start), every connection of the loopback proxy between goarchive and a server cut (the whole round's runs go
 # through tests/faults/tcpproxy.py), a lock session of goarchive killed (KILL CONNECTION of the holder that man
 # goarchive(1) "Finding a lock holder" names).
+# Partitioned rounds (partition_round): the events table of chaoskit.PartSchema, archive or purge, the partition
+# path and the row path in one run. CI has one fixed partitioned round among its fixed ones (PARTITION_COVER: mode,
+# portable), in place of one random round, so that CI's time stays as it was.
+PARTITION_SHARE = 0.15  # of the random rounds that are not shared
+PORTABLE_SHARE = 1 / 3  # of the partitioned rounds: GOARCHIVE_TEST_PORTABLE=1 (EXCHANGE PARTITION)
+PART_PURGE_SHARE = 0.35  # of the partitioned rounds: purge
+PARTITION_COVER = [("archive", False)]
 FAULT_KINDS = ["restart_source", "restart_destination", "proxy", "lock_kill"]
 COVER_FAULTS = {1: "proxy", 3: "restart_source", 4: "lock_kill", 8: "restart_destination"}  # CI: each kind once
 FAULT_SHARE = 0.4  # of the random rounds that are not shared
@@ -197,7 +225,7 @@ def commit_seed():
 
 SEED = int(os.environ.get("CHAOS_SEED") or commit_seed())
 CI = not os.environ.get("CHAOS_ROUNDS")
-FIXED = len(COVER) + len(SHARED_COVER) + len(RESTORE_COVER)  # CI's rounds of fixed shape and data
+FIXED = len(COVER) + len(SHARED_COVER) + len(RESTORE_COVER) + len(PARTITION_COVER)  # CI's fixed rounds
 ROUNDS = FIXED + RANDOM_IN_CI if CI else int(os.environ["CHAOS_ROUNDS"])
 SECONDS = float(os.environ.get("CHAOS_SECONDS") or 6)
 VERBOSE = bool(os.environ.get("CHAOS_VERBOSE"))
@@ -216,7 +244,8 @@ def setUpModule():
     global BIN
     BIN = chaoskit.start(BIN)
     campaignkit.require_fault_hooks(BIN, {p for points in POINTS.values() for p in points} |
-                                    set(chaoskit.RESTORE_RECOVERY_POINTS))
+                                    set(chaoskit.RESTORE_RECOVERY_POINTS) |
+                                    {p for points in chaoskit.PART_POINTS.values() for p in points})
     seeds = f"the random rounds; the cover rounds use {COVER_SEED}" if CI else "every round"
     print(f"\nchaos: CHAOS_SEED={SEED} ({seeds}) CHAOS_ROUNDS={ROUNDS} CHAOS_SECONDS={SECONDS}, binary {BIN}, servers "
           f"127.0.0.1:{os.environ['GA_SOURCE_PORT']} / :{os.environ['GA_DEST_PORT']}", file=sys.stderr, flush=True)
@@ -256,6 +285,12 @@ def closing_table():
             ("  restore: archive refused after a killed restore / restore after a killed archive",
              f"{s['refused_archive_after_restore']} / {s['refused_restore_after_archive']}"),
             ("  rounds with a fault beyond SIGKILL", s["rounds_fault"]),
+            ("  partitioned rounds (portable: EXCHANGE)",
+             f"{s['rounds_partition']} ({s['rounds_partition_portable']})"),
+            ("  partitions taken whole / rows that went back into the table",
+             f"{s['partitions_whole']} / {s['partition_rows_back']}"),
+            ("  SIGKILLs at partition points / runs held before a detach / checks while unfinished",
+             f"{s['kills_partition']} / {s['pause_runs']} / {s['midway_checks']}"),
             ("application writes committed", s["writes"]),
             ("  skipped (row or parent gone) / failed (errors)", f"{s['skipped']} / {s['app_errors']}"),
             ("goarchive runs under load", s["runs"]),
@@ -315,7 +350,7 @@ def round_params(i, rng):
     elif CI and i < len(COVER) + len(SHARED_COVER):
         key, kind, verification = SHARED_COVER[i - len(COVER)]
         mode, dbfk, shared = "shared", kind == "dbfk", True
-    elif CI and i < FIXED:
+    elif CI and i < len(COVER) + len(SHARED_COVER) + len(RESTORE_COVER):
         key, kind, verification, keep = RESTORE_COVER[i - len(COVER) - len(SHARED_COVER)]
         mode, dbfk = "restore", kind == "dbfk"
     elif rng.random() < SHARED_SHARE:
@@ -332,7 +367,7 @@ def round_params(i, rng):
     p = {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
          "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
          "roots": rng.randint(150, 260), "diamond": diamond, "tables": tables, "shared": shared, "fault": fault,
-         "keep": keep}
+         "keep": keep, "partitions": False, "portable": False}
     # Single-table rounds: drawn after every other draw, among the random rounds that are no diamond.
     if i >= len(COVER) and not diamond and rng.random() < 9 / 28:
         p["tables"] = 1
@@ -344,10 +379,19 @@ def round_params(i, rng):
     restore_draw, keep_draw = rng.random() < RESTORE_SHARE, rng.random() < KEEP_SHARE
     if i >= FIXED and not shared and restore_draw:
         p["mode"], p["fault"], p["keep"] = "restore", "", keep_draw
+    # Partitioned rounds: drawn after the restore draw, in place of a round that is not shared; archive or purge,
+    # a third of them on the portable path. CI's fixed one: PARTITION_COVER.
+    part_draw, portable_draw, purge_draw = (rng.random() < PARTITION_SHARE, rng.random() < PORTABLE_SHARE,
+                                            rng.random() < PART_PURGE_SHARE)
+    if i >= FIXED and not shared and part_draw:
+        p["partitions"], p["portable"] = True, portable_draw
+    elif CI and FIXED - len(PARTITION_COVER) <= i < FIXED:
+        p["mode"], p["portable"] = PARTITION_COVER[i - FIXED + len(PARTITION_COVER)]
+        p["partitions"], p["keep"] = True, False
     # CHAOS_FORCE="mode=archive,key=composite,dbfk=1,batch_size=4": every round of that shape (to stress one kind).
     forced = set()
     for item in filter(None, os.environ.get("CHAOS_FORCE", "").split(",")):
-        k, v = item.split("=", 1)
+        k, v = item.split("=", 1) if "=" in item else (item, "1")  # a bare word: partitions, portable
         if k not in p:
             raise ValueError(f"CHAOS_FORCE: unknown round parameter {k!r} (one of {', '.join(p)})")
         p[k] = v if isinstance(p[k], str) else bool(int(v)) if isinstance(p[k], bool) else int(v)
@@ -365,6 +409,20 @@ def round_params(i, rng):
                 p["diamond"] = False
             else:
                 p["keep"] = False
+    if p["portable"] and "portable" in forced and "partitions" not in forced and not p["partitions"]:
+        raise ValueError("CHAOS_FORCE: portable=1 applies to partitioned rounds: force partitions too (the whole "
+                         "run goes portable with GOARCHIVE_TEST_PORTABLE=1 in the environment)")
+    if p["partitions"]:
+        # the partitioned table: one table, no relations (the partition path's condition), archive or purge, no
+        # fault beyond SIGKILL
+        if "mode" in forced and p["mode"] not in ("archive", "purge"):
+            raise ValueError(f"CHAOS_FORCE: mode={p['mode']} with partitions: archive or purge")
+        if p["mode"] not in ("archive", "purge"):
+            p["mode"] = "purge" if purge_draw else "archive"
+        if "portable" not in forced and i >= FIXED:
+            p["portable"] = portable_draw
+        p.update(shared=False, diamond=False, tables=1, fault="", keep=False, dbfk=False, key="partitioned")
+        return p
     if p["tables"] not in (1, 3):
         raise ValueError(f"CHAOS_FORCE: tables={p['tables']}: 3 (r -> c -> g) or 1 (r only)")
     if p["fault"] and p["fault"] not in FAULT_KINDS:
@@ -406,6 +464,9 @@ def retarget(cfg, src_port=None, dst_port=None, src_db=None, job_schema=None):
 
 
 def kind_of(p):
+    if p["partitions"]:
+        return (f"PARTITIONED {p['mode']}{' (portable: EXCHANGE)' if p['portable'] else ''}, {p['verification']}, "
+                f"batch {p['batch_size']}/{p['delete_batch_size']}")
     if p["shared"]:
         rels = "" if p["tables"] == 1 else f"{'DB foreign keys' if p['dbfk'] else 'config-only relations'}, "
         return (f"SHARED archive ({' '.join(f'{j}={m}' for j, (m, _) in SHARED_JOBS.items())}), "
@@ -427,7 +488,11 @@ def kind_of(p):
 class Chaos(unittest.TestCase):
     maxDiff = None
 
+    base_env = {}  # the environment of every goarchive run of the current round (partition rounds: portable)
+
     def goarchive(self, sc, mode, cfg, env=None, kill_after=None, job="j", extra=()):
+        if self.base_env:
+            env = {**self.base_env, **(env or {})}
         rc, out, err = run(BIN, [mode, "-c", cfg, "-j", job, "--no-progress", *extra], env=env,
                            kill_after=kill_after)
         if VERBOSE:
@@ -568,6 +633,8 @@ class Chaos(unittest.TestCase):
             return self.shared_round(i, p, rng, seed, kind)
         if p["mode"] == "restore":
             return self.restore_round(i, p, rng, seed, kind)
+        if p["partitions"]:
+            return self.partition_round(i, p, rng, seed, kind)
         t0 = time.monotonic()
         schema = Schema(p["key"], p["dbfk"], p["diamond"], p["tables"])
         sc = Scenario(self, f"chaos{i}")
@@ -722,6 +789,255 @@ class Chaos(unittest.TestCase):
         STATS["rounds_fault"] += bool(p["fault"])
         return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad,
                               allowed, log, first_conflict, extra={"fault": p["fault"]} if p["fault"] else None)
+
+    # -- partitioned rounds -------------------------------------------------------------------------------------
+    def pause_detaching(self, sc, mode, cfg, app, rng, log):
+        """One MODE run held at partition_detaching (GOARCHIVE_PAUSE: its plan made, the partition's step recorded,
+        its DDL not yet run) while the application threads write and the harness, as the application, makes a row
+        of that partition stop matching `where` and inserts two late rows into it (one matching, one not). Then it
+        goes on, and the rows that no longer match must go back into r (the run says so). Returns (rc, stderr, how,
+        failures)."""
+        pause = os.path.join(sc.tmp, f"pause-{time.monotonic_ns()}")
+        open(pause, "w").close()
+        env = dict(os.environ, **self.base_env, GOARCHIVE_PAUSE=f"partition_detaching:1:{pause}")
+        name, made = None, []
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            proc = subprocess.Popen([BIN, mode, "-c", cfg, "-j", "j", "--no-progress"], stdout=out, stderr=err,
+                                    env=env, text=True)
+            try:
+                deadline = time.monotonic() + 60
+                while not os.path.exists(pause + ".reached") and proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                if os.path.exists(pause + ".reached"):
+                    steps = [st for st in chaoskit.unfinished_steps(sc.job_schema) if st[2] == "detaching"]
+                    name = steps[0][0] if steps else None
+                    bounds = chaoskit.part_bounds(name) if name else None
+                    # Only a detach still to come (a rerun finishing a killed run's step may find it done already:
+                    # its rows in a side table, the partition gone or emptied), so that rows written into the
+                    # partition now are in it when it is detached.
+                    fresh = not chaoskit.side_tables(sc.src_db) and bool(gatest.sql(
+                        "source", "SELECT 1 FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = %s AND "
+                                  "TABLE_NAME = 'r' AND PARTITION_NAME = %s", (sc.src_db, name or "")))
+                    if bounds and fresh:
+                        lo, hi = bounds
+                        for op, fn in (("unmatch_in", lambda cur: app.unmatch_in(cur, rng, lo, hi)),
+                                       ("late_in_unmatched", lambda cur: app.late_in(cur, rng, lo, hi, 0)),
+                                       ("late_in_matching", lambda cur: app.late_in(cur, rng, lo, hi, 1))):
+                            if app.write_now(op, fn):
+                                made.append(op)
+                    time.sleep(rng.uniform(0, 0.3))
+            finally:
+                if os.path.exists(pause):
+                    os.unlink(pause)
+                try:
+                    rc = proc.wait(120)
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                    with app.m.lock:
+                        app.reserved.clear()
+            err.seek(0)
+            text = err.read()
+        if os.environ.get("CHAOS_LOG"):
+            with open(os.environ["CHAOS_LOG"], "a") as f:
+                f.write(f"==== {mode} paused at partition_detaching:1 ({name}: {made}) rc={rc}\n{text}")
+        how = f"paused at partition_detaching: {name or 'not reached'}" + (f", wrote {made}" if made else "")
+        failures = []
+        # A late row that does not match went into partition NAME before its detach (a new key: no thread can have
+        # picked it before it was reserved): a run that finished must have moved it back (unless the DDL gave up on
+        # the metadata lock: "left"). (The row unmatch_in changed may have been picked by a thread just before.)
+        nonmatching = "late_in_unmatched" in made
+        if name and rc == 0 and nonmatching and "left for the next run" not in text and \
+                "did not match where" not in text:
+            failures.append(f"partition {name}: the application made rows of it stop matching where ({made}) while "
+                            f"the run waited before its detach, and the run (rc=0) moved none back:\n{tail(text, 5)}")
+        STATS["pause_runs"] += 1
+        return rc, text, how, failures
+
+    def partition_round(self, i, p, rng, seed, kind):
+        """A partitioned round: the events table of chaoskit.PartSchema (RANGE COLUMNS(created), monthly partitions
+        and MAXVALUE), `where` "created < CUTOFF AND cold = 1" covering whole partitions plus half of one more, the
+        cutoff moving on during the round (chaoskit.PART_CUTOFFS) so that new partitions fall wholly inside it; the
+        application (chaoskit.PartApp) writes all the time. MODE (archive or purge) runs, SIGKILLed at the partition
+        path's fault points (the first run at the one that fired least, which it must reach), at the row path's,
+        after random delays, or held at partition_detaching while rows of that partition stop matching
+        (pause_detaching); after some kills that left a partition step unfinished the application is held and
+        chaoskit.check_midway checks the invariant with the side tables counted as source. The portable rounds run
+        with GOARCHIVE_TEST_PORTABLE=1 (EXCHANGE PARTITION into an empty twin). The end: the application stops,
+        a final clean run with the last cutoff, the oracle (chaoskit.check), no side table and no unfinished step
+        left, and the servers' checksums before and after the final run (chaoskit.check_stored)."""
+        t0 = time.monotonic()
+        mode = p["mode"]
+        schema = chaoskit.PartSchema()
+        sc = Scenario(self, f"chaos{i}")
+        sc.src(schema.ddl("r"))
+        sc.dst(schema.ddl("r", partitioned=False))
+        model = Model(schema)
+        blocked_month = chaoskit.load_partitioned(schema, model, sc.src_db, rng, p["roots"] * 4)
+        processing = {"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]}
+        cfgs = []
+        for cutoff in chaoskit.PART_CUTOFFS:
+            schema.cutoff = cutoff
+            cfgs.append(sc.config({"j": schema.job()}, verification=p["verification"], processing=processing))
+        stage = 0
+        schema.cutoff = chaoskit.PART_CUTOFFS[stage]
+        self.base_env = {"GOARCHIVE_TEST_PORTABLE": "1"} if p["portable"] else {}
+        app = chaoskit.PartApp(model, sc.src_db, f"{seed}:{i}", threads=3)
+        log, failures, texts = [f"month {blocked_month} starts with rows outside where"], [], []
+        kills = 0
+        fired = collections.Counter()
+        bad = collections.defaultdict(list)
+        first_conflict = []
+        part_points = chaoskit.PART_POINTS[mode]
+        app.start()
+        try:
+            end = time.monotonic() + SECONDS
+            durations = [0.5]
+            first = True
+            while first or time.monotonic() < end:
+                x = rng.random()
+                # The cutoff moves on before most runs that mean to meet the partition path (a kill at one of its
+                # points, a run held before a detach), so that a whole partition is there for them.
+                if not first and stage + 1 < len(cfgs) and rng.random() < (0.7 if x < 0.3 or 0.45 <= x < 0.6
+                                                                          else 0.15):
+                    stage += 1
+                    schema.cutoff = chaoskit.PART_CUTOFFS[stage]
+                    log.append(f"cutoff now {schema.cutoff}")
+                cfg = cfgs[stage]
+                env, kill_after, pause = None, None, False
+                if first:
+                    # The first run dies at the partition point that fired least, the application held while it
+                    # runs: the oldest partitions are whole, so it reaches every point.
+                    point = min(part_points, key=lambda x: POINTS_FIRED[x] + fired[x])
+                    env, how = {"GOARCHIVE_FAULT": f"{point}:1"}, f"{point}:1"
+                elif x < 0.3:
+                    point = rng.choice(part_points)
+                    n = rng.randint(1, 2)
+                    env, how = {"GOARCHIVE_FAULT": f"{point}:{n}"}, f"{point}:{n}"
+                elif x < 0.45:
+                    point = rng.choice(POINTS[mode])
+                    n = 1 if point == "after_locks" else rng.randint(1, 6)
+                    env, how = {"GOARCHIVE_FAULT": f"{point}:{n}"}, f"{point}:{n}"
+                elif x < 0.6:
+                    pause = True
+                elif x < 0.92:
+                    kill_after = round(rng.uniform(0.02, sorted(durations)[len(durations) // 2] * 1.1), 3)
+                    how = f"SIGKILL after {kill_after}s"
+                else:
+                    how = "no kill"
+                t1 = time.monotonic()
+                if pause:
+                    rc, err, how, f = self.pause_detaching(sc, mode, cfg, app, rng, log)
+                    failures += f
+                    out = ""
+                else:
+                    if first:
+                        app.hold()
+                    try:
+                        rc, out, err = self.goarchive(sc, mode, cfg, env=env, kill_after=kill_after)
+                    finally:
+                        if first:
+                            app.resume()
+                texts.append(err)
+                STATS["runs"] += 1
+                log.append(f"{mode} ({how}): rc={rc}" + ("" if rc in (0, -9, 4) else f"\n    {tail(err, 1)}"))
+                if not first_conflict and "root(s) are in conflict" in out + err:
+                    first_conflict = log[-8:] + ["  its last log lines:"]
+                    first_conflict += ["    " + line for line in tail(err, 25).splitlines()]
+                if first and rc != -9:
+                    failures.append(f"GOARCHIVE_FAULT={how} did not kill the first {mode} run (rc={rc}): the point "
+                                    f"was never reached\n{tail(err, 3)}")
+                first = False
+                if rc == -9:
+                    kills += 1
+                    STATS["kills"] += 1
+                    STATS["kills_point" if env else "kills_timer"] += 1
+                    if env:
+                        point = env["GOARCHIVE_FAULT"].split(":")[0]
+                        fired[point] += 1
+                        STATS["kills_partition"] += point in part_points
+                    if (chaoskit.side_tables(sc.src_db) or chaoskit.unfinished_steps(sc.job_schema)) and \
+                            rng.random() < 0.6:
+                        app.hold()
+                        try:
+                            mid = chaoskit.check_midway(schema, model, sc.src_db, sc.dst_db, sc.job_schema, mode)
+                        finally:
+                            app.resume()
+                        STATS["midway_checks"] += 1
+                        for k, v in mid.items():
+                            bad[k] += [f"(while unfinished, after {how}) {line}" for line in v]
+                elif rc == 4:
+                    STATS["rc4"] += 1
+                    time.sleep(0.5)
+                elif rc == 0:
+                    durations.append(time.monotonic() - t1)
+                    time.sleep(rng.uniform(0, 0.3))
+                else:
+                    STATS["rc1"] += 1
+                    if len(RC1) < 5:
+                        RC1.append(f"round {i}: {tail(err, 1)[:300]}")
+        finally:
+            app.finish()
+        try:
+            writes = sum(model.writes.values())
+            app_errors = sum(v for k, v in app.errors.items() if k != "skipped")
+            STATS["writes"] += writes
+            STATS["skipped"] += app.errors["skipped"]
+            STATS["app_errors"] += app_errors
+            POINTS_FIRED.update(fired)
+            min_writes = int(MIN_WRITES_PER_SECOND * SECONDS)
+            if writes < min_writes:
+                failures.append(f"only {writes} application writes committed in {SECONDS}s of load (at least "
+                                f"{min_writes} expected; errors: {dict(app.errors)})")
+            if app_errors >= max(writes, 1):
+                failures.append(f"{app_errors} application writes failed and only {writes} committed: "
+                                f"{dict(app.errors)}")
+            if kills < MIN_KILLS or not any(fired[pt] for pt in part_points):
+                failures.append(f"{kills} SIGKILLs ({dict(fired)}): at least {MIN_KILLS}, one at a partition point, "
+                                "expected")
+            # the final clean run, with the last cutoff; the servers' checksums before and after it
+            schema.cutoff = chaoskit.PART_CUTOFFS[-1]
+            before = chaoskit.stored_rows(sc.src_db, sc.dst_db)
+            rc, out, err = self.clean_run(sc, mode, cfgs[-1], log)
+            texts.append(err)
+            conflicts = conflict_roots(schema, sc.job_schema) if mode == "archive" else set()
+            if rc != 0 and not (rc == 1 and conflicts and "are in conflict" in out):
+                failures.append(f"the final clean {mode} run ended rc={rc}:\n{tail(err, 3)}")
+                STATS["final_failed"] += 1
+            ambiguous = any(("after_mark_deleting" in line or "before_delete_commit" in line) and "rc=-9" in line
+                            for line in log)
+            b = check(schema, model, sc.src_db, sc.dst_db, mode, kind, conflicts, ambiguous)
+            for k, v in chaoskit.check_stored(before, chaoskit.stored_rows(sc.src_db, sc.dst_db), mode).items():
+                b[k] += v
+            left = chaoskit.side_tables(sc.src_db)
+            if left:
+                b["registry"].append(f"side tables left in the source after the final run: {left}")
+            steps = chaoskit.unfinished_steps(sc.job_schema)
+            if steps:
+                b["registry"].append(f"unfinished partition steps after the final run: {steps}")
+            b["registry"] += registry_failures(sc.job_schema)
+            for k, v in b.items():
+                bad[k] += v
+        finally:
+            self.base_env = {}
+        whole = sum(len(re.findall(r"row\(s\) (?:archived|purged); its side table is dropped", t)) for t in texts)
+        back = sum(int(n) for t in texts for n in re.findall(r": (\d+) row\(s\) did not match where", t)) + \
+            sum(t.count("the row went back into") for t in texts)
+        STATS["partitions_whole"] += whole
+        STATS["partition_rows_back"] += back
+        if not whole:
+            failures.append("no partition was taken whole in the whole round")
+        for k in CATEGORIES + ("conflicts", "kept"):
+            STATS[k] += len(bad.get(k, []))
+        allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
+        STATS["rounds"] += 1
+        STATS["rounds_partition"] += 1
+        STATS["rounds_partition_portable"] += p["portable"]
+        STATS["rounds_single"] += 1
+        return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad, allowed,
+                              log, first_conflict, extra={"partitions_whole": whole, "rows_back": back,
+                                                          "cutoff_stage": stage})
 
     # -- restore rounds -----------------------------------------------------------------------------------------
     def killing_runs(self, sc, schema, mode, cfg, rng, log, fired, seconds, extra=(), other=None, refresh=None,
@@ -1596,6 +1912,66 @@ class OracleSanity(unittest.TestCase):
         print("\n" + report(bad, "hand-corrupted diamond (expected findings)", limit=3), file=sys.stderr)
         self.assertTrue(any(str(rk) in line for line in bad["misplaced"]), dict(bad))
         self.assertTrue(any("without its r" in line and str(gk) in line for line in bad["orphans"]), dict(bad))
+
+    def test_partition_corruption_is_reported(self):
+        """Partitioned rounds: a quiet archive of the events table (whole partitions and the row path) passes the
+        oracle, check_midway and check_stored; then a row in r and in a side table, a side table's row changed, an
+        archived row lost, an unknown row in a side table (check_midway), and the bytes of an archived row changed,
+        a source row lost, a row copied twice (check_stored): each reported."""
+        rng = random.Random(f"{SEED}:sanity-partitions")
+        schema = chaoskit.PartSchema(chaoskit.PART_CUTOFFS[2])
+        sc = Scenario(self, "chaossanityp")
+        sc.src(schema.ddl("r"))
+        sc.dst(schema.ddl("r", partitioned=False))
+        model = Model(schema)
+        chaoskit.load_partitioned(schema, model, sc.src_db, rng, 300)
+        app = chaoskit.PartApp(model, sc.src_db, f"{SEED}:sanity-partitions", threads=2)
+        app.start()
+        time.sleep(1.5)
+        app.finish()
+        cfg = sc.config({"j": schema.job()}, processing={"batch_size": 7, "delete_batch_size": 3})
+        before = chaoskit.stored_rows(sc.src_db, sc.dst_db)
+        rc, out, err = run(BIN, ["archive", "-c", cfg, "-j", "j", "--no-progress"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("its side table is dropped", err)  # the partition path ran
+        after = chaoskit.stored_rows(sc.src_db, sc.dst_db)
+        clean = check(schema, model, sc.src_db, sc.dst_db, "archive", "sanity")
+        for k, v in chaoskit.check_stored(before, after, "archive").items():
+            clean[k] += v
+        for k, v in chaoskit.check_midway(schema, model, sc.src_db, sc.dst_db, sc.job_schema, "archive").items():
+            clean[k] += v
+        self.assertFalse(any(clean.values()), report(clean, "a quiet partitioned archive"))
+        src = chaoskit.table_rows(schema, "source", sc.src_db, "r")
+        dst = chaoskit.table_rows(schema, "destination", sc.dst_db, "r")
+        kept, archived = sorted(src), sorted(dst)
+        self.assertTrue(len(kept) >= 2 and len(archived) >= 3, "the quiet round left too little on one side")
+        cols = ", ".join(schema.cols["r"])
+        sc.src(f"CREATE TABLE ga_1_p2026_01 {schema.ddl('r', partitioned=False)[len('CREATE TABLE r '):]}")
+        marks = ", ".join(["%s"] * len(schema.cols["r"]))
+        sc.src(f"INSERT INTO ga_1_p2026_01 ({cols}) VALUES ({marks})", src[kept[0]])  # in r and a side table
+        changed = list(dst[archived[0]])
+        changed[4] = "corrupt"
+        sc.src(f"INSERT INTO ga_1_p2026_01 ({cols}) VALUES ({marks})", changed)  # a side table's row changed
+        sc.dst(f"DELETE FROM r WHERE {schema.kwhere('r')}", archived[1])  # lost
+        sc.src(f"INSERT INTO ga_1_p2026_01 ({cols}) VALUES (999999, '2026-01-05', 1, 1, 'x', NULL)")  # unknown
+        bad = chaoskit.check_midway(schema, model, sc.src_db, sc.dst_db, sc.job_schema, "archive")
+        print("\n" + report(bad, "hand-corrupted partitioned round, unfinished (expected findings)", limit=3),
+              file=sys.stderr)
+        self.assertTrue(any(line.startswith(f"r {kept[0]}") for line in bad["duplicated"]), dict(bad))
+        self.assertTrue(any(line.startswith(f"r {archived[0]}") and "corrupt" in line for line in bad["stale"]),
+                        dict(bad))
+        self.assertTrue(any(line.startswith(f"r {archived[1]}") for line in bad["lost"]), dict(bad))
+        self.assertTrue(any("999999" in line and "unknown" in line for line in bad["stale"]), dict(bad))
+        # the final run's check on the servers' checksums
+        sc.src("DROP TABLE ga_1_p2026_01")
+        before = chaoskit.stored_rows(sc.src_db, sc.dst_db)
+        sc.dst(f"UPDATE r SET amt = 1.001 WHERE {schema.kwhere('r')}", archived[2])  # bytes changed
+        sc.src(f"DELETE FROM r WHERE {schema.kwhere('r')}", kept[0])  # lost
+        sc.dst(f"INSERT INTO r ({cols}) VALUES ({marks})", src[kept[1]])  # in both
+        bad = chaoskit.check_stored(before, chaoskit.stored_rows(sc.src_db, sc.dst_db), "archive")
+        print(report(bad, "hand-corrupted partitioned round, on the checksums (expected findings)", limit=3),
+              file=sys.stderr)
+        self.assertEqual((len(bad["stale"]), len(bad["lost"]), len(bad["duplicated"])), (1, 1, 1), dict(bad))
 
 
 def dst_rows(schema, sc):
