@@ -52,12 +52,19 @@ namespace {
 
 void claim(db::Connection& dst, const std::string& archive_db, const ArchiveOwner& wanted) {
   const std::string table = sql::qualified(archive_db, "goarchive_owner");
+  const schema::ServerIdentity& s = wanted.server;
+  // A record there already is judged as it is: no CREATE or INSERT is needed for it (an account with SELECT only,
+  // such as restore's, is then not told that it has none).
+  if (std::optional<ArchiveOwner> found = read_owner(dst, archive_db)) {
+    found->server.case_insensitive_names = s.case_insensitive_names;
+    if (std::string problem = owner_problem(archive_db, *found, wanted); !problem.empty()) throw ConfigError(problem);
+    return;
+  }
   try {
     create_table(dst, table);
   } catch (const db::DbError& e) {
     if (e.code() != 1142 && e.code() != 1044) throw;  // it may exist: created by an account that could
   }
-  const schema::ServerIdentity& s = wanted.server;
   dst.execute(fmt::format("INSERT IGNORE INTO {} (`one`, `registry`, `source`, `flavor`, `server_id`, `server_uuid`, "
                           "`hostname`, `port`, `datadir`, `gtid_state`, `database_name`) VALUES (1, {}, {}, {}, {}, "
                           "{}, {}, {}, {}, {}, {})",
