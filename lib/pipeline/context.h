@@ -98,7 +98,9 @@ struct Context {
 
   // The index each statement by key names (FORCE INDEX), per server and table, read once (key_index.h).
   mutable KeyIndexes indexes{};
-  bool deletes() const { return mode != Mode::copy_only && !keep_archive; }
+  // Whether a batch's rows leave `src` once they are copied and verified (archive, purge, and restore without
+  // --keep-archive); copy-only and restore --keep-archive leave them where they are.
+  bool removes_from_src() const { return mode != Mode::copy_only && !keep_archive; }
   bool copies() const { return mode != Mode::purge; }
   bool sha256() const { return job.processing.verification == config::VerifyMethod::sha256; }
   const TableMeta& root() const { return tables[0]; }

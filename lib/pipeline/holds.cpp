@@ -74,8 +74,8 @@ db::RowSet read_source_parents(db::Connection& conn, const TableMeta& pm, const 
 
 bool Holds::any() const {
   for (const auto& m : m_ctx.tables) {
-    // copy-only deletes nothing: references from outside cannot be broken by it.
-    if (m.edges.size() > 1 || (m_ctx.deletes() && !m.outside.empty())) return true;
+    // copy-only and restore --keep-archive remove nothing: references from outside cannot be broken by them.
+    if (m.edges.size() > 1 || (m_ctx.removes_from_src() && !m.outside.empty())) return true;
   }
   return false;
 }
@@ -84,7 +84,7 @@ void Holds::check(db::Connection& conn, const Batch& tree, Read read, Batch& bat
   if (!any()) return;
   if (batch.fate.size() != batch.roots.size()) batch.fate.assign(batch.roots.size(), RootFate::moved);
   parents(conn, tree, read, batch);
-  if (m_ctx.deletes()) outside(conn, tree, read, batch);
+  if (m_ctx.removes_from_src()) outside(conn, tree, read, batch);
   shared(tree, batch);
 }
 

@@ -25,7 +25,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 bool Loop::run(unsigned& batch_no) {
   // copy-only has no source side to overlap and filters roots on the destination: it runs batch by batch.
-  return m_ctx.deletes() ? pipelined(batch_no) : batch_by_batch(batch_no);
+  return m_ctx.removes_from_src() ? pipelined(batch_no) : batch_by_batch(batch_no);
 }
 
 // Each batch still goes read -> copy -> verify -> mark deleting -> delete -> done, in that order. The source

@@ -60,7 +60,7 @@ void Remover::remove(Batch& batch) const {
   // session while the deletes run, and the commit waits for it.
   std::future<unsigned> marked = record_decision(batch);
   try {
-    if (deletes && m_ctx.deletes()) delete_rows(batch, now);
+    if (deletes && m_ctx.removes_from_src()) delete_rows(batch, now);
   } catch (...) {
     if (marked.valid()) marked.wait();  // a decision recorded for a delete that rolls back: recovery finds no proof
     throw;

@@ -69,7 +69,7 @@ std::vector<std::string> Engine::sample_sql() const {
                               "INSERT INTO {} (token, job, batch_id) VALUES (?, ?, 0)",
                               CommitProof::table_name(m_proof_db)));
   }
-  if (m_ctx.deletes()) {
+  if (m_ctx.removes_from_src()) {
     if (ReturningDelete(m_ctx).applies()) {
       if (m_ctx.tables.size() > 1) {
         out.push_back(fmt::format("-- one pass (a tree its foreign keys guard): lock the roots, then delete child-first, "

@@ -304,7 +304,7 @@ void Stages::process(Batch& batch) {
   batch.t_read = since(t0);
   std::vector<Batch*> none;
   if (!batch.unproven) prepare(batch, none);
-  if (m_ctx.deletes()) {
+  if (m_ctx.removes_from_src()) {
     m_ctx.hooks.gate("delete");
     spdlog::info("batch {} delete phase start", batch.no);
     m_ctx.hooks.progress(m_ctx.stats, "deleting");
