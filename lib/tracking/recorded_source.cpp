@@ -91,10 +91,11 @@ std::vector<GuardHit> Registry::guard_candidates(db::Connection& conn, unsigned 
       "(SELECT IFNULL(SUM(b.roots), 0) FROM {} b WHERE b.job_id = j.id AND b.unfinished = 1 AND b.state = 'copied'), "
       "(SELECT IFNULL(SUM(b.roots), 0) FROM {} b WHERE b.job_id = j.id AND b.unfinished = 1 AND b.state = 'deleting'), "
       "(SELECT GROUP_CONCAT(CONCAT(t.database_name, '.', t.table_name) ORDER BY t.table_name SEPARATOR ', ') "
-      "   FROM {} t WHERE t.job_id = j.id AND t.table_key IN ({})) "
+      "   FROM {} t WHERE t.job_id = j.id AND t.table_key IN ({})), "
+      "(SELECT g.gtid_state FROM {} g WHERE g.job_id = j.id) "
       "FROM {} j WHERE j.id <> {} AND j.id IN (SELECT job_id FROM {} WHERE table_key IN ({})) ORDER BY j.name",
       "(j." + std::string(k_live_expr).substr(1), table("batches"), table("batches"), table("job_tables"),
-      in_list(table_keys),
+      in_list(table_keys), table("job_gtid_states"),
       table("jobs"), self_job_id, table("job_tables"), in_list(table_keys)));
   for (size_t i = 0; i < r.rows(); ++i) {
     GuardHit h;
@@ -114,6 +115,7 @@ std::vector<GuardHit> Registry::guard_candidates(db::Connection& conn, unsigned 
     h.deleting = std::stoull(r.text(i, 12));
     h.shared_tables = split(r.text(i, 13), ',');
     for (auto& t : h.shared_tables) t = trim(t);
+    h.source.gtid_state = r.get(i, 14).value_or("");  // recorded with the source (migration 6); "" before it
     if (h.status == "running" || h.copied + h.deleting > 0) out.push_back(std::move(h));
   }
   return out;

@@ -66,6 +66,8 @@ JobRow Registry::ensure_job(db::Connection& conn, const std::string& name, const
       s.server_uuid.empty() ? "NULL" : sql::quote(s.server_uuid), opt(s.gtid_domain), sql::quote(destination_database),
       sql::quote(root_table), job->id, job->version));
   if (n != 1) preempted("recording the job's source", n, 1);
+  conn.execute(fmt::format("REPLACE INTO {} (job_id, gtid_state) VALUES ({}, {})", table("job_gtid_states"), job->id,
+                           sql::quote(s.gtid_state)));
   conn.execute(fmt::format("DELETE FROM {} WHERE job_id = {}", table("job_tables"), job->id));
   std::string values;
   for (size_t i = 0; i < tables.size(); ++i) {

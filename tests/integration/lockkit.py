@@ -276,12 +276,13 @@ class LockScenario(Scenario):
 
     def log_rows(self, job_schema=None):
         """A fingerprint of the registry's work log: (count, checksum) of every registry table except jobs and runs
-        (whose heartbeat and end-of-run columns change without any work) and job_tables (a run records its job and
-        tables before the guard looks, even when the guard then refuses it), to show no work was committed."""
+        (whose heartbeat and end-of-run columns change without any work) and job_tables and job_gtid_states (a run
+        records its job, its source's GTID history and its tables before the guard looks, even when the guard then
+        refuses it), to show no work was committed."""
         js = job_schema or self.job_schema
         tables = [t[0] for t in gatest.sql("destination", "SELECT TABLE_NAME FROM information_schema.TABLES WHERE "
                                                           "TABLE_SCHEMA = %s ORDER BY 1", (js,))]
-        return {t: gatest.checksum_table("destination", js, t) for t in tables if t not in ("jobs", "runs", "job_tables")}
+        return {t: gatest.checksum_table("destination", js, t) for t in tables if t not in ("jobs", "runs", "job_tables", "job_gtid_states")}
 
     def age_heartbeat(self, name, seconds=120, job_schema=None):
         """Moves job NAME's heartbeat SECONDS into the past (as if its process had been gone that long)."""

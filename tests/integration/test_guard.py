@@ -185,6 +185,13 @@ class GuardTest(unittest.TestCase):
         src_id, src_domain = gatest.sql("source", "SELECT @@server_id, @@gtid_domain_id")[0]
         pos = gatest.sql("replica", "SELECT @@gtid_slave_pos")[0][0]
         self.assertIn((src_domain, src_id), [(d, s) for d, s, _ in gatest.parse_gtid_list(pos)])
+        # The registry keeps the GTID history of a's source beside its identity (migration 6), for the guard's
+        # MySQL rule (a history holding another's whole recorded history).
+        recorded = gatest.sql("destination", f"SELECT g.gtid_state FROM {gatest.quote_ident(sc.job_schema)}."
+                                             f"job_gtid_states g JOIN {gatest.quote_ident(sc.job_schema)}.jobs j "
+                                             "ON j.id = g.job_id WHERE j.name = 'a'")[0][0]
+        self.assertIn((src_domain, src_id),
+                      [(d, s) for d, s, _ in gatest.parse_gtid_list(recorded.split(",")[0])], recorded)
         self.assertEqual(gatest.sql("replica", f"SELECT COUNT(*) FROM {gatest.quote_ident(sc.src_db)}.p")[0][0], 100)
         r = self.assert_refused_did_nothing("copy-only", rcfg, "b", 4)
         self.a_line(r.err)
