@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/commit_proof.h"
+#include "pipeline/partition_plan.h"
 #include "plan/sql.h"
 #include "tracking/archive_owner.h"
 #include "util/error.h"
@@ -289,10 +290,31 @@ private:
     }
   }
 
+  // The partition path (pipeline/partition_path.h) detaches with ALTER TABLE on the root table, creates and drops
+  // its side table in the source database, and puts rows back with INSERT: refused before anything is recorded,
+  // rather than a partition step stuck at its first DDL. Only where the path may run (a RANGE-partitioned root of
+  // a job with no relations, partitions = "auto", archive or purge).
+  void check_partition_privileges() {
+    if (!deletes() || m_job.partitions != "auto" || !m_job.relations.empty()) return;
+    const auto& root = m_report.source_tables[0];
+    auto parts = pipeline::read_partitions(m_src, root.database, root.name);
+    if (parts.empty() || (parts[0].method != "RANGE" && parts[0].method != "RANGE COLUMNS")) return;
+    const char* off = "; or set partitions = \"off\" in the job (every row by the row path, which needs neither)";
+    if (std::string missing = missing_privileges(m_src, {"ALTER", "INSERT"}, root.database, root.name, "source");
+        !missing.empty()) {
+      fail(missing + off);
+    }
+    if (std::string missing = missing_privileges(m_src, {"CREATE", "DROP"}, root.database, "", "source");
+        !missing.empty()) {
+      fail(missing + off);
+    }
+  }
+
   void check_source_privileges() {
     std::vector<std::string> privs = {"SELECT"};
     if (deletes()) privs.push_back("DELETE");
     for (const auto& t : m_report.source_tables) require_privileges(m_src, privs, t.database, t.name, "source");
+    check_partition_privileges();
     if (!deletes()) return;
     // The delete's locked read counts the rows that still reference the job from outside (RESTRICT keys).
     std::set<std::string> outside;

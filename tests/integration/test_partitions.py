@@ -329,6 +329,41 @@ class TestPartitionLocks(Base):
         self.assert_exactly_once(sc, before)
 
 
+class TestPartitionPrivileges(Base):
+    def test_missing_privileges_refused_before_anything_is_recorded(self):
+        sc = make(self, "part_priv", rows_per_day=2)
+        q = gatest.quote_ident
+        user, pw = f"gp{os.getpid() % 100000}", "gp-test-pw-1"
+        for server in ("source", "destination"):
+            gatest.sql(server, f"DROP USER IF EXISTS '{user}'@'%%'")
+            gatest.sql(server, f"CREATE USER '{user}'@'%%' IDENTIFIED BY %s", (pw,))
+            self.addCleanup(gatest.sql, server, f"DROP USER IF EXISTS '{user}'@'%%'")
+        gatest.sql("source", f"GRANT SELECT, INSERT, DELETE ON {q(sc.src_db)}.* TO '{user}'@'%'")
+        for db in (sc.dst_db, sc.job_schema):
+            gatest.sql("destination", f"GRANT ALL ON {q(db)}.* TO '{user}'@'%'")
+        cfg = sc.config({"j": {"root_table": "ev", "where": WHERE}})
+        with open(cfg) as f:
+            text = f.read().replace(f'user = "{gatest.env("GA_USER")}"', f'user = "{user}"')
+        with open(cfg, "w") as f:
+            f.write(text.replace('password_env = "GA_PASSWORD"', 'password_env = "GP_PW"'))
+        env = {"GP_PW": pw}
+        before = sc.state()
+        r = sc.job("archive", cfg, env=env)
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn(f"the source account lacks ALTER on {sc.src_db}.ev; run on the source: GRANT ALTER ON "
+                      f"{q(sc.src_db)}.{q('ev')} TO '{user}'@'%'; or set partitions = \"off\"", r.err)
+        self.assertIn(f"the source account lacks CREATE, DROP on {sc.src_db}.*", r.err)
+        self.assertEqual(len(partitions(sc)), 6)
+        self.assertEqual({k: v for k, v in sc.state().items() if k != "job_schema exists"},
+                         {k: v for k, v in before.items() if k != "job_schema exists"}, "the refused run changed data")
+        # The GRANTs the messages name are enough.
+        gatest.sql("source", f"GRANT ALTER ON {q(sc.src_db)}.{q('ev')} TO '{user}'@'%'")
+        gatest.sql("source", f"GRANT CREATE, DROP ON {q(sc.src_db)}.* TO '{user}'@'%'")
+        r = sc.job("archive", cfg, env=env)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(partitions(sc), ["p2025_12", "p2026_01", "p2026_02", "pmax"])
+
+
 class TestPartitionPlan(Base):
     def test_dry_run_names_each_partition(self):
         sc = make(self, "part_dry", rows_per_day=2)
