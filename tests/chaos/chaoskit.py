@@ -871,6 +871,23 @@ def unfinished_steps(job_schema):
         return []
 
 
+def quiesce(timeout=20):
+    """Waits until no statement runs on either server but this harness's own (a killed goarchive's server session
+    may finish a statement after the SIGKILL: a DDL completing between two reads of the check would look like a lost
+    row); its idle sessions end at once (the kernel closed their sockets). The application must be held."""
+    deadline = time.monotonic() + timeout
+    for server in ("source", "destination"):
+        while True:
+            busy = gatest.sql(server, "SELECT ID, COMMAND, LEFT(INFO, 80) FROM information_schema.PROCESSLIST WHERE "
+                                      "COMMAND NOT IN ('Sleep', 'Daemon', 'Binlog Dump') AND USER <> 'system user' "
+                                      "AND ID <> CONNECTION_ID()")
+            if not busy:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"statements still running on the {server} {timeout}s after a kill: {busy}")
+            time.sleep(0.05)
+
+
 def check_midway(schema, model, src_db, dst_db, job_schema, mode):
     """Failures {category: [lines]} of a partitioned round while a killed run's work is unfinished (the application
     held): every row of the model is in the source (the table r or a side table ga_%, never both, at its latest
