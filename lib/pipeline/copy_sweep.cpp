@@ -103,13 +103,9 @@ size_t CopySweep::keep_only_versions(const Batch& archive, const std::vector<int
     std::vector<size_t> all(m.key_cols.size());
     for (size_t k = 0; k < all.size(); ++k) all[k] = k;
     // A key-only read: through a join on the key's index, which no statistics turn into a scan (key_index.h).
-    std::vector<sql::KeyLiterals> keys;
-    for (size_t r : rows) keys.push_back(wrap(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
-    std::string key_list;
-    for (const auto& c : m.key_cols) key_list += (key_list.empty() ? "" : ", ") + m.source_name + "." + sql::ident(c);
-    for (const auto& join : key_joins(m.key_cols, keys, m.source_name,
-                                      m_ctx.indexes.hint(m_ctx.src, m.source_name, m.key_cols),
-                                      statement_budget(m_ctx.src))) {
+    const std::string key_list = joined_columns(m.source_name, m.key_cols);
+    for (const auto& join :
+         m_ctx.indexes.joins(m_ctx.src, m.source_name, m.key_cols, primary_keys(m, tb.rows, rows))) {
       db::RowSet got = m_ctx.src.query(fmt::format("SELECT {} FROM {}", key_list, join));
       for (size_t i = 0; i < got.rows(); ++i) in_source.insert(encode_values(got, i, all));
     }

@@ -645,11 +645,8 @@ size_t DestinationWriter::delete_by_key(const TableMeta& m, const db::RowSet& ro
   size_t removed = 0;
   // Through a join on the key's index: a single-table DELETE takes no index hint, and the archive's statistics
   // may say it is nearly empty (key_index.h).
-  std::vector<sql::KeyLiterals> keys;
-  for (size_t r : which) keys.push_back(wrap(literals(rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
-  for (const auto& from : key_joins(m.key_cols, keys, m.destination_name,
-                                    m_ctx.indexes.hint(m_ctx.dst, m.destination_name, m.key_cols),
-                                    statement_budget(m_ctx.dst))) {
+  for (const auto& from :
+       m_ctx.indexes.joins(m_ctx.dst, m.destination_name, m.key_cols, primary_keys(m, rows, which))) {
     removed += m_ctx.dst.execute("DELETE " + m.destination_name + " FROM " + from);
   }
   return removed;

@@ -122,6 +122,19 @@ std::string KeyIndexes::hint(db::Connection& conn, const std::string& table, con
   return force_index(names(conn, table, {columns, or_columns}));
 }
 
+std::vector<std::string> KeyIndexes::joins(db::Connection& conn, const std::string& table,
+                                           const std::vector<std::string>& columns,
+                                           const std::vector<sql::KeyLiterals>& keys, size_t max_keys) {
+  const std::string index = hint(conn, table, columns);
+  return key_joins(columns, keys, table, index, statement_budget(conn), max_keys);
+}
+
+std::string joined_columns(const std::string& table, const std::vector<std::string>& columns) {
+  std::string out;
+  for (const auto& c : columns) out += (out.empty() ? "" : ", ") + table + "." + sql::ident(c);
+  return out;
+}
+
 std::vector<std::string> key_joins(const std::vector<std::string>& columns, const std::vector<sql::KeyLiterals>& keys,
                                    const std::string& table, const std::string& hint, size_t max_bytes,
                                    size_t max_keys) {

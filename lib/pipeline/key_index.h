@@ -59,6 +59,11 @@ public:
   // The same naming the indexes of either column list (a read whose lists are by one or the other).
   std::string hint(db::Connection& conn, const std::string& table, const std::vector<std::string>& columns,
                    const std::vector<std::string>& or_columns);
+  // key_joins of `keys` (values of `columns`) on `table` (`db`.`t`) of `conn`, through the index hint() names,
+  // each within statement_budget(conn) and of at most `max_keys` keys.
+  std::vector<std::string> joins(db::Connection& conn, const std::string& table,
+                                 const std::vector<std::string>& columns, const std::vector<sql::KeyLiterals>& keys,
+                                 size_t max_keys = static_cast<size_t>(-1));
   // Whether `table` has an index that starts with a column of `key` other than its first (a key (id, created)
   // and an index on created): the optimizer then weighs that index for every value of a key list.
   bool indexed_apart(db::Connection& conn, const std::string& table, const std::vector<std::string>& key);
@@ -80,5 +85,7 @@ private:
 std::vector<std::string> key_joins(const std::vector<std::string>& columns, const std::vector<sql::KeyLiterals>& keys,
                                    const std::string& table, const std::string& hint, size_t max_bytes,
                                    size_t max_keys = static_cast<size_t>(-1));
+// "`db`.`t`.`a`, `db`.`t`.`b`": `columns` of `table` as a statement over key_joins' text names them.
+std::string joined_columns(const std::string& table, const std::vector<std::string>& columns);
 
 }  // namespace goarchive::pipeline

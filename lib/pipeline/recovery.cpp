@@ -15,12 +15,8 @@ bool Recovery::any_row_on(Side side, const Batch& from, int root) const {
     const TableMeta& m = m_ctx.tables[t];
     const std::string& name = side == Side::source ? m.source_name : m.destination_name;
     // A key-only read: through a join on the key's index, which no statistics turn into a scan (key_index.h).
-    std::vector<sql::KeyLiterals> keys;
-    for (size_t r : from.tables[t].rows_of(root)) {
-      keys.push_back(wrap(literals(from.tables[t].rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
-    }
-    for (const auto& join : key_joins(m.key_cols, keys, name, m_ctx.indexes.hint(conn, name, m.key_cols),
-                                      statement_budget(conn))) {
+    const auto keys = primary_keys(m, from.tables[t].rows, from.tables[t].rows_of(root));
+    for (const auto& join : m_ctx.indexes.joins(conn, name, m.key_cols, keys)) {
       if (conn.scalar("SELECT 1 FROM " + join + " LIMIT 1")) return true;
     }
   }

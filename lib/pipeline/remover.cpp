@@ -210,15 +210,9 @@ void Remover::check_gone_roots(Batch& batch, const Batch& now) const {
     }
     // A key-only locked read: through a join on the key's index, which no statistics turn into a scan that
     // would wait for every row the application holds (key_index.h).
-    std::vector<sql::KeyLiterals> keys;
-    for (size_t r : rows) {
-      keys.push_back(wrap(literals(copied.rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
-    }
-    std::string key_list;
-    for (const auto& c : m.key_cols) key_list += (key_list.empty() ? "" : ", ") + m.source_name + "." + sql::ident(c);
-    for (const auto& join : key_joins(m.key_cols, keys, m.source_name,
-                                      m_ctx.indexes.hint(m_ctx.src, m.source_name, m.key_cols),
-                                      statement_budget(m_ctx.src))) {
+    const std::string key_list = joined_columns(m.source_name, m.key_cols);
+    for (const auto& join :
+         m_ctx.indexes.joins(m_ctx.src, m.source_name, m.key_cols, primary_keys(m, copied.rows, rows))) {
       db::RowSet found = m_ctx.src.query(fmt::format("SELECT {} FROM {} FOR UPDATE", key_list, join));
       std::vector<size_t> all(found.cols());
       for (size_t c = 0; c < all.size(); ++c) all[c] = c;
@@ -369,7 +363,6 @@ std::vector<size_t> Remover::moving(const Batch& batch, const TableRows& tb, con
 
 void Remover::delete_rows(Batch& batch, const Batch& now) const {
   const size_t per_statement = static_cast<size_t>(m_ctx.job.processing.delete_batch_size);
-  const size_t budget = statement_budget(m_ctx.src);
   for (int ni : m_ctx.delete_order) {
     const TableMeta& m = m_ctx.tables[static_cast<size_t>(ni)];
     const TableRows& tb = now.tables[static_cast<size_t>(ni)];
@@ -388,12 +381,10 @@ void Remover::delete_rows(Batch& batch, const Batch& now) const {
       }
     }
     delete_ranges(batch, ni, ranges);
-    std::vector<sql::KeyLiterals> keys;
-    for (size_t r : rest) keys.push_back(wrap(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
     // By exact key only: no range locks, so the application's inserts are never blocked. Through a join on the
     // key's index: a single-table DELETE takes no index hint, whatever the statistics say (key_index.h).
-    const std::string hint = m_ctx.indexes.hint(m_ctx.src, m.source_name, m.key_cols);
-    for (const auto& join : key_joins(m.key_cols, keys, m.source_name, hint, budget, per_statement)) {
+    for (const auto& join :
+         m_ctx.indexes.joins(m_ctx.src, m.source_name, m.key_cols, primary_keys(m, tb.rows, rest), per_statement)) {
       batch.deleted[static_cast<size_t>(ni)] += m_ctx.src.execute("DELETE " + m.source_name + " FROM " + join);
     }
   }

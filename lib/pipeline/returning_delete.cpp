@@ -142,8 +142,7 @@ std::vector<std::string> ReturningDelete::conditions(const Batch& batch, size_t 
   for (const auto& range : key_ranges(m, tb.rows, all, per_statement, rest)) {
     out.push_back(fmt::format("({}){} ORDER BY {} LIMIT {}", range.where, where, order, range.count));
   }
-  std::vector<sql::KeyLiterals> keys;
-  for (size_t r : rest) keys.push_back(wrap(literals(tb.rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
+  const auto keys = primary_keys(m, tb.rows, rest);
   for (auto& list : key_lists(m.key_cols, keys, statement_budget(m_ctx.src), "", per_statement)) {
     out.push_back(fmt::format("({}){}", list, where));
   }

@@ -136,12 +136,17 @@ std::vector<std::string> key_lists(const std::vector<std::string>& columns, cons
   return out;
 }
 
-std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
-                                           size_t max_bytes) {
+std::vector<sql::KeyLiterals> primary_keys(const TableMeta& m, const db::RowSet& rows,
+                                           const std::vector<size_t>& which) {
   std::vector<sql::KeyLiterals> keys;
   keys.reserve(which.size());
   for (size_t r : which) keys.push_back(wrap(literals(rows, r, m.key_idx, m.key_binary, m.key_integer), m.key_wrap));
-  return key_lists(m.key_cols, keys, max_bytes);
+  return keys;
+}
+
+std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
+                                           size_t max_bytes) {
+  return key_lists(m.key_cols, primary_keys(m, rows, which), max_bytes);
 }
 
 std::vector<KeyRange> integer_key_ranges(const std::vector<std::string>& cols, const std::vector<size_t>& which,

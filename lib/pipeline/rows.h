@@ -39,6 +39,10 @@ sql::KeyLiterals literals(const std::vector<std::string>& values, const std::vec
 // about `max_bytes` of text, so that no statement reaches max_allowed_packet.
 std::vector<std::string> key_lists(const std::vector<std::string>& columns, const std::vector<sql::KeyLiterals>& keys,
                                    size_t max_bytes, const std::string& alias = "", size_t max_keys = 1000);
+// The primary keys of rows `which` of a table of `m` as literals, wrapped (TableMeta::key_wrap) as statements by
+// key compare them.
+std::vector<sql::KeyLiterals> primary_keys(const TableMeta& m, const db::RowSet& rows,
+                                           const std::vector<size_t>& which);
 // The primary-key lists of rows `which` of a table.
 std::vector<std::string> primary_key_lists(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
                                            size_t max_bytes);

@@ -75,3 +75,9 @@ TEST_CASE("key_index: without an index, key_joins writes the key list in the sam
   REQUIRE(joins.size() == 1);
   CHECK(joins[0] == "`d`.`ev` WHERE (`d`.`ev`.`id`, `d`.`ev`.`created`) IN ((1,'2020-01-01'),(2,'2020-01-02'))");
 }
+
+TEST_CASE("key_index: joined_columns names each column through the table, as key_joins' text does") {
+  CHECK(pl::joined_columns("`d`.`t`", {"id"}) == "`d`.`t`.`id`");
+  CHECK(pl::joined_columns("`d`.`t`", {"id", "cre`ated"}) == "`d`.`t`.`id`, `d`.`t`.`cre``ated`");
+  CHECK(pl::joined_columns("`d`.`t`", {}).empty());
+}
