@@ -15,7 +15,7 @@ while (($#)); do
     --seed) seed=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --keep) export CHAOS_KEEP=1; shift ;;
-    -h|--help) sed -n 2,6p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,8p "$0"; exit 0 ;;
     *) echo "chaos.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

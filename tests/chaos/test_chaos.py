@@ -1929,7 +1929,7 @@ class OracleSanity(unittest.TestCase):
         chaoskit.load_partitioned(schema, model, sc.src_db, rng, 300)
         app = chaoskit.PartApp(model, sc.src_db, f"{SEED}:sanity-partitions", threads=2)
         app.start()
-        time.sleep(1.5)
+        time.sleep(1)
         app.finish()
         cfg = sc.config({"j": schema.job()}, processing={"batch_size": 7, "delete_batch_size": 3})
         before = chaoskit.stored_rows(sc.src_db, sc.dst_db)
