@@ -871,6 +871,28 @@ def unfinished_steps(job_schema):
         return []
 
 
+def session_ids():
+    """{server: set of session ids} on the source and the destination now."""
+    return {server: {r[0] for r in gatest.sql(server, "SELECT ID FROM information_schema.PROCESSLIST")}
+            for server in ("source", "destination")}
+
+
+def wait_sessions_gone(before, timeout=10):
+    """Waits until every session of this harness's account opened since BEFORE (session_ids(): a goarchive run's,
+    SIGKILLed since) has ended on both servers: the server ends such a session once the statement it was running
+    finishes. Sessions the application opened meanwhile stay: after TIMEOUT seconds it returns all the same."""
+    if before is None:
+        return
+    deadline = time.monotonic() + timeout
+    for server in ("source", "destination"):
+        while time.monotonic() < deadline:
+            rows = gatest.sql(server, "SELECT ID, COMMAND FROM information_schema.PROCESSLIST WHERE "
+                                      "USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1) AND ID <> CONNECTION_ID()")
+            if not [i for i, command in rows if i not in before[server] and command != "Sleep"]:
+                break
+            time.sleep(0.05)
+
+
 def quiesce(timeout=20):
     """Waits until no statement runs on either server but this harness's own (a killed goarchive's server session
     may finish a statement after the SIGKILL: a DDL completing between two reads of the check would look like a lost
