@@ -8,6 +8,8 @@
 #include <toml++/toml.h>
 
 #include "app/commands.h"
+#include "app/session.h"
+#include "pipeline/context.h"
 #include "util/json.h"
 #include "build_info.h"
 #include "plan/tree.h"
@@ -15,15 +17,7 @@
 
 namespace goarchive::app {
 
-const char* to_string(Mode mode) {
-  switch (mode) {
-    case Mode::archive: return "archive";
-    case Mode::copy_only: return "copy-only";
-    case Mode::purge: return "purge";
-    case Mode::restore: return "restore";
-  }
-  return "?";
-}
+const char* to_string(Mode mode) { return pipeline::mode_name(to_pipeline(static_cast<int>(mode))); }
 
 std::string version_text() {
   return fmt::format("goarchive {} (commit {})\nMariaDB Connector/C {}\ntoml++ {}.{}.{}\nspdlog {}.{}.{}\nfmt {}\n{}\n",
