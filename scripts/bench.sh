@@ -512,13 +512,15 @@ record() {
     verify "$ds" "$tool" || status="VERIFY FAILED"
   fi
   if [ "$status" = ok ]; then
-    BINLOG_ALL[$key]+=" $(($(binlog_bytes) - BINLOG0))"
+    local binlog
+    binlog=$(($(binlog_bytes) - BINLOG0))
+    BINLOG_ALL[$key]+=" $binlog"
     SECS_ALL[$key]+=" $secs"
     RSS_ALL[$key]+=" $rss"
     CPU_ALL[$key]+=" $cpu"
     SRC_ALL[$key]+=" $src"
     DST_ALL[$key]+=" $dst"
-    log "$tool: ${ARCH_ROWS[$ds]} rows in ${secs}s"
+    log "$tool: ${ARCH_ROWS[$ds]} rows in ${secs}s, $binlog bytes of source binlog"
   else
     STATUS[$key]=${STATUS[$key]:-$status}
     FAILED=1
@@ -1077,6 +1079,7 @@ where_cpu "partitions: purge" pt12purge ga12purge
 where_cpu "partitions: archive" pt12arch ga12arch
 where_cpu "partitioned, row path" pt12arch ga12row
 echo
+whole() { [ -z "$1" ] || awk -v v="$1" 'BEGIN { printf "%.0f", v }'; } # a median as a whole number
 if want 12; then
   # The binlog each tool made the source write for scenario 12's rows: the partition path writes statements (the
   # detach, the drop), the row paths a row image per deleted row.
@@ -1091,7 +1094,7 @@ if want 12; then
       taken="   (last run: $a partitions taken whole, $b left whole)"
     fi
     printf '  %-24s %-48s %12s bytes %10s bytes/row%s\n' "$scenario" "$tool" \
-      "$(stat_of median "${BINLOG_ALL[$key]:-}" | sed 's/\.00$//')" "$(bpr "$key")" "$taken"
+      "$(whole "$(stat_of median "${BINLOG_ALL[$key]:-}")")" "$(bpr "$key")" "$taken"
   done
   echo
   echo "Application waits (scenario 12): the probe's single-row statements, ms, medians of $REPEAT runs; 'idle' = the 2 s"
@@ -1105,9 +1108,9 @@ if want 12; then
       continue
     fi
     printf '  %-72s %7s %8s %19s %19s %6s %6s%s\n' "${WAIT_META[$key]}" "$(wait_of "$key.secs")" \
-      "$(wait_of "$key.n" | sed 's/\.00$//')" "$(wait_of "$key.ip50")/$(wait_of "$key.ip99")/$(wait_of "$key.imax")" \
-      "$(wait_of "$key.p50")/$(wait_of "$key.p99")/$(wait_of "$key.max")" "$(wait_of "$key.errors" | sed 's/\.00$//')" \
-      "$(wait_of "$key.reruns" | sed 's/\.00$//')" \
+      "$(whole "$(wait_of "$key.n")")" "$(wait_of "$key.ip50")/$(wait_of "$key.ip99")/$(wait_of "$key.imax")" \
+      "$(wait_of "$key.p50")/$(wait_of "$key.p99")/$(wait_of "$key.max")" "$(whole "$(wait_of "$key.errors")")" \
+      "$(whole "$(wait_of "$key.reruns")")" \
       "${WAIT_META[$key.status]:+  (a run ${WAIT_META[$key.status]})}"
   done
   echo
