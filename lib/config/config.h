@@ -35,6 +35,9 @@ struct ServerConfig {
   std::string defaults_file;
   TlsMode tls = TlsMode::preferred;
   std::string tls_ca, tls_cert, tls_key;
+  // The server's RSA public key (PEM file) that caching_sha2_password and sha256_password (MySQL 8's default
+  // accounts) encrypt the password with on a connection without TLS; "" = Connector/C asks the server for it.
+  std::string server_public_key;
   double connect_timeout = 10;
   double read_timeout = 600;
   double write_timeout = 600;

@@ -76,6 +76,16 @@ void Loader::read_tls(Reader& r, ServerConfig& s, const std::string& section) {
   if (auto v = r.string("tls_ca")) set(section + ".tls_ca", s.tls_ca = *v, Origin::file);
   if (auto v = r.string("tls_cert")) set(section + ".tls_cert", s.tls_cert = *v, Origin::file);
   if (auto v = r.string("tls_key")) set(section + ".tls_key", s.tls_key = *v, Origin::file);
+  if (auto v = r.string("server_public_key")) {
+    if (::access(v->c_str(), R_OK) != 0) {
+      throw ConfigError(fmt::format("{}: {}.server_public_key = \"{}\" cannot be read ({}); give the path of the "
+                                    "server's RSA public key file (MySQL: the file caching_sha2_password_public_key_"
+                                    "path names, or SHOW STATUS LIKE 'Caching_sha2_password_rsa_public_key'), or "
+                                    "remove the key",
+                                    r.where(*r.get("server_public_key")), section, *v, std::strerror(errno)));
+    }
+    set(section + ".server_public_key", s.server_public_key = *v, Origin::file);
+  }
   if ((s.tls == TlsMode::verify_ca || s.tls == TlsMode::verify_identity) && s.tls_ca.empty()) {
     throw ConfigError(fmt::format("{}: {}.tls = \"{}\" needs tls_ca, the CA file that signed the server's certificate",
                                   r.path(), section, to_string(s.tls)));

@@ -68,6 +68,11 @@ void set_tls_options(MYSQL* mysql, const config::ServerConfig& server, bool plai
   if (!server.tls_ca.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_CA, server.tls_ca.c_str());
   if (!server.tls_cert.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_CERT, server.tls_cert.c_str());
   if (!server.tls_key.empty()) mysql_optionsv(mysql, MYSQL_OPT_SSL_KEY, server.tls_key.c_str());
+  // caching_sha2_password / sha256_password without TLS: the password goes RSA-encrypted with this key; without
+  // it Connector/C asks the server for its key (which a man in the middle could answer).
+  if (!server.server_public_key.empty()) {
+    mysql_optionsv(mysql, MYSQL_SERVER_PUBLIC_KEY, server.server_public_key.c_str());
+  }
   mysql_optionsv(mysql, MYSQL_OPT_SSL_ENFORCE, &on);
   if (server.tls == TlsMode::verify_ca || server.tls == TlsMode::verify_identity) {
     mysql_optionsv(mysql, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);

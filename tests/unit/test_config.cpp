@@ -520,6 +520,17 @@ TEST_CASE("config: tls modes") {
         TlsMode::verify_identity);
 }
 
+TEST_CASE("config: server_public_key (caching_sha2_password without TLS) must be a readable file") {
+  TempFile key("-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n", 0644);
+  auto cfg = load(with_job("[source]\nserver_public_key = \"" + key.path + "\"\n"));
+  CHECK(cfg.source.server_public_key == key.path);
+  CHECK(cfg.settings.at("source.server_public_key").value == key.path);
+  CHECK(cfg.destination.server_public_key.empty());
+  std::string msg = error_of(with_job("[destination]\nserver_public_key = \"/nonexistent/key.pem\"\n"));
+  CHECK(msg.find("destination.server_public_key = \"/nonexistent/key.pem\" cannot be read") != std::string::npos);
+  CHECK(msg.find("t.toml:2") != std::string::npos);
+}
+
 TEST_CASE("config: replication enabled without servers is refused") {
   CHECK_THROWS_AS(load(with_job("[replication]\nenabled = true\n")), ConfigError);
 }
