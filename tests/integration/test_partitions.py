@@ -134,6 +134,15 @@ class TestPartitionPath(Base):
         self.assertEqual(dst_warm, 0, "no row outside where reached the archive")
         self.assertEqual(dst_all, 75 * PER_DAY)
         self.assert_exactly_once(sc, before)
+        # The DDL replicates: the GTID replica has the same partitions and the same rows, its SQL thread running.
+        gatest.wait_replica_caught_up()
+        self.assertEqual(gatest.sql("replica", "SELECT PARTITION_NAME FROM information_schema.PARTITIONS WHERE "
+                                               "TABLE_SCHEMA = %s AND TABLE_NAME = 'ev' ORDER BY "
+                                               "PARTITION_ORDINAL_POSITION", (sc.src_db,)),
+                         tuple((p,) for p in partitions(sc)))
+        self.assertEqual(gatest.stored_checksums("replica", sc.src_db, "ev"),
+                         gatest.stored_checksums("source", sc.src_db, "ev"))
+        self.assertEqual(gatest.replica_status()["Slave_SQL_Running"], "Yes")
         # The next run has nothing to do.
         r = sc.job("archive", cfg)
         self.assertEqual(r.rc, 0, r)
