@@ -109,12 +109,12 @@ private:
   size_t delete_by_key(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which);
   // The WHERE clauses that read table t's rows of the batch back for sha256 verification.
   std::vector<std::string> verify_lists(const Batch& batch, size_t t);
-  // sha256 of a root table with a one-column key that is not an integer: reads the batch's key range back
-  // (capped) and compares the batch rows found in it; returns the WHERE clauses, by exact key, of the rows it
-  // did not find. Nothing when the table does not qualify.
+  // sha256 of a root table whose key is not all integer columns: reads back the range of the key's first column
+  // from the batch's first row to its last (capped) and compares the batch rows found in it; returns the WHERE
+  // clauses, by exact key, of the rows it did not find. Nothing when the table does not qualify.
   std::optional<std::vector<std::string>> verify_root_range(const Batch& batch, size_t t, size_t& found);
-  // sha256 of a root table with a one-column key that is not an integer, and at least two rows: verify_root_range
-  // reads it back (prebuild then builds no exact-key lists for it).
+  // sha256 of a root table whose key is not all integer columns, and at least two rows: verify_root_range reads it
+  // back (prebuild then builds no exact-key lists for it).
   bool reads_root_range(const Batch& batch, size_t t) const;
   // Compares the destination rows `there` with the copied rows of table t; counts each copied row once in
   // `found` (and marks it in `seen` when given). Throws on a row that differs.

@@ -194,11 +194,11 @@ std::vector<KeyRange> integer_key_ranges(const std::vector<std::string>& cols, c
   return out;
 }
 
-namespace {
-
 bool all_integer(const TableMeta& m) {
   return !m.key_idx.empty() && std::all_of(m.key_idx.begin(), m.key_idx.end(), [&](size_t i) { return m.integer[i]; });
 }
+
+namespace {
 
 }  // namespace
 

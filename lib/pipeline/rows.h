@@ -62,6 +62,8 @@ using KeyCell = std::function<std::string_view(size_t i, size_t k)>;
 std::vector<KeyRange> integer_key_ranges(const std::vector<std::string>& cols, const std::vector<size_t>& which,
                                          const KeyCell& cell, size_t max_count, std::vector<size_t>& rest,
                                          const std::string& alias = "");
+// Whether every primary-key column of `m` is an integer column (its keys go by exact ranges).
+bool all_integer(const TableMeta& m);
 // The primary keys of rows `which` of table `m` by range (integer_key_ranges; every key column must be an integer
 // column, or every row goes to `rest`).
 std::vector<KeyRange> key_ranges(const TableMeta& m, const db::RowSet& rows, const std::vector<size_t>& which,
