@@ -573,8 +573,9 @@ std::optional<std::vector<std::string>> DestinationWriter::verify_root_range(con
   db::RowSet there = m_ctx.dst.query(fmt::format(
       "SELECT {} FROM {}{} WHERE {} >= {} AND {} <= {} ORDER BY {} LIMIT {}", m.select_list, m.destination_name,
       m_ctx.indexes.hint(m_ctx.dst, m.destination_name, m.key_cols), column,
-      sql::literal(tb.rows.get(0, k), m.binary[k]), column, sql::literal(tb.rows.get(tb.size() - 1, k), m.binary[k]),
-      sql::ident_list(m.key_cols), 2 * tb.size() + 16));
+      sql::literal(tb.rows.get(0, k), m.binary[k], m.integer[k]), column,
+      sql::literal(tb.rows.get(tb.size() - 1, k), m.binary[k], m.integer[k]), sql::ident_list(m.key_cols),
+      2 * tb.size() + 16));
   std::vector<bool> seen(tb.size(), false);
   compare_read_back(batch, t, there, found, &seen);
   std::vector<size_t> rest;
