@@ -256,30 +256,38 @@ class TestPartitionPath(Base):
 
 class TestPartitionKills(Base):
     def test_kill_at_every_step_then_rerun(self):
-        for command in ("archive", "purge"):
-            for point in POINTS:
-                if command == "purge" and point in ("partition_before_copy_commit", "partition_after_copy_commit"):
-                    continue
-                for nth in (1, 2):
-                    with self.subTest(command=command, point=point, nth=nth):
-                        sc = make(self, "part_kill", rows_per_day=4)
-                        before = self.before(sc)
-                        cfg = sc.config({"j": {"root_table": "ev", "where": WHERE}})
-                        r = sc.job(command, cfg, env={"GOARCHIVE_FAULT": f"{point}:{nth}"})
-                        self.assertEqual(r.rc, -9, f"{command} at {point}:{nth} was not killed: {r}")
-                        if command == "archive":
-                            self.assert_nothing_lost(sc, before)
-                        r = sc.job(command, cfg)
-                        self.assertEqual(r.rc, 0, r)
-                        self.assertEqual(source_tables(sc), ["ev"], "no side table is left after the rerun")
-                        self.assertEqual(self.counts(sc)[1], 0)
-                        if command == "archive":
-                            self.assert_exactly_once(sc, before)
-                        else:
-                            self.assertEqual(self.counts(sc)[0], 160 * 4 - 75 * 4)
-                        state = gatest.sql("destination", f"SELECT state, COUNT(*) FROM `{sc.job_schema}`."
-                                                          "partition_steps GROUP BY state")
-                        self.assertEqual(dict(state), {"dropped": 2})
+        # CONVERT PARTITION, and the portable path's EXCHANGE PARTITION into an empty twin.
+        for portable in ("0", "1"):
+            for command in ("archive", "purge"):
+                for point in POINTS:
+                    if command == "purge" and point in ("partition_before_copy_commit", "partition_after_copy_commit"):
+                        continue
+                    for nth in (1, 2):
+                        with self.subTest(portable=portable, command=command, point=point, nth=nth):
+                            self.kill_then_rerun(command, point, nth, portable)
+
+    def kill_then_rerun(self, command, point, nth, portable):
+        env = {"GOARCHIVE_TEST_PORTABLE": portable}
+        sc = make(self, "part_kill", rows_per_day=4)
+        before = self.before(sc)
+        cfg = sc.config({"j": {"root_table": "ev", "where": WHERE}})
+        r = sc.job(command, cfg, env={"GOARCHIVE_FAULT": f"{point}:{nth}", **env})
+        self.assertEqual(r.rc, -9, f"{command} at {point}:{nth} was not killed: {r}")
+        if command == "archive":
+            self.assert_nothing_lost(sc, before)
+        r = sc.job(command, cfg, env=env)
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(source_tables(sc), ["ev"], "no side table is left after the rerun")
+        self.assertEqual(self.counts(sc)[1], 0)
+        if command == "archive":
+            self.assert_exactly_once(sc, before)
+        else:
+            self.assertEqual(self.counts(sc)[0], 160 * 4 - 75 * 4)
+        state = gatest.sql("destination", f"SELECT state, COUNT(*) FROM `{sc.job_schema}`."
+                                          "partition_steps GROUP BY state")
+        self.assertEqual(dict(state), {"dropped": 2})
+        # EXCHANGE leaves the emptied partitions in place; CONVERT takes them out of the table.
+        self.assertEqual(len(partitions(sc)), 6 if portable == "1" else 4)
 
     def test_restore_refuses_unfinished_partition_work(self):
         sc = make(self, "part_rest", rows_per_day=4)
