@@ -80,6 +80,12 @@ struct JobLine {
   bool live = false, lock_held = false;
   unsigned long long unfinished = 0, open_conflicts = 0, last_run = 0;
   std::vector<std::string> conflicts;  // the first few, named by key
+  // Partition steps a run started and did not finish (partition_path.h): their rows are in the side table.
+  struct Step {
+    std::string partition, command, state, side_table;
+    unsigned long long rows_copied = 0;
+  };
+  std::vector<Step> steps;
 };
 
 std::vector<JobLine> read_jobs(const config::Config& cfg, db::Connection& dst, const tracking::Registry& registry) {
@@ -125,6 +131,13 @@ std::vector<JobLine> read_jobs(const config::Config& cfg, db::Connection& dst, c
         j.conflicts.push_back(name_root_key(r.text(i, 15), columns, encoded));
       }
     }
+    db::RowSet st = dst.query(fmt::format(
+        "SELECT partition_name, command, state, CONCAT({}, '.', side_table), rows_copied FROM {} WHERE job_id = {} "
+        "AND state NOT IN ('dropped', 'left') ORDER BY partition_name",
+        sql::quote(j.source.substr(j.source.rfind('/') + 1)), registry.table("partition_steps"), r.text(i, 14)));
+    for (size_t k = 0; k < st.rows(); ++k) {
+      j.steps.push_back({st.text(k, 0), st.text(k, 1), st.text(k, 2), st.text(k, 3), std::stoull(st.text(k, 4))});
+    }
     out.push_back(std::move(j));
   }
   return out;
@@ -149,6 +162,17 @@ void print_json(const std::vector<JobLine>& lines) {
     Json conflicts = Json::array();
     for (const auto& n : j.conflicts) conflicts.push(Json(n));
     o.set("conflicts", conflicts);
+    Json steps = Json::array();
+    for (const auto& st : j.steps) {
+      Json p = Json::object();
+      p.set("partition", Json(st.partition));
+      p.set("command", Json(st.command));
+      p.set("state", Json(st.state));
+      p.set("side_table", Json(st.side_table));
+      p.set("rows_copied", Json(st.rows_copied));
+      steps.push(p);
+    }
+    o.set("partition_steps", steps);
     Json tables = Json::array();
     for (const auto& t : split(j.tables, ',')) {
       if (!t.empty()) tables.push(Json(t));
@@ -194,6 +218,15 @@ void print_text(const std::vector<JobLine>& lines) {
     if (k == 0) continue;
     const JobLine& j = lines[k - 1];
     std::cout << fmt::format("  tables: {}\n", j.tables);
+    for (const auto& st : j.steps) {
+      std::string where = st.state == "detaching"
+                              ? fmt::format("its rows are in the partition, or in the side table {} if the detach ran",
+                                            st.side_table)
+                              : fmt::format("its rows are in the side table {}, {} copied", st.side_table,
+                                            st.rows_copied);
+      std::cout << fmt::format("  partition {}: {} {} ({}); `goarchive {} -j {}` finishes it\n", st.partition,
+                               st.command, st.state, where, st.command, j.name);
+    }
     if (j.open_conflicts == 0) continue;
     std::string more =
         j.open_conflicts > j.conflicts.size() ? fmt::format("; and {} more", j.open_conflicts - j.conflicts.size()) : "";

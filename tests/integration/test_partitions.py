@@ -294,6 +294,13 @@ class TestPartitionKills(Base):
         cfg = sc.config({"j": {"root_table": "ev", "where": WHERE}})
         r = sc.job("archive", cfg, env={"GOARCHIVE_FAULT": "partition_after_prove:1"})
         self.assertEqual(r.rc, -9, r)
+        # `jobs` names the unfinished step, where its rows are, and the command that finishes it.
+        r = sc.run("jobs", "-c", cfg)
+        self.assertIn(f"partition p2025_10: archive detached (its rows are in the side table {sc.src_db}.ga_1_p2025_10, "
+                      "0 copied); `goarchive archive -j j` finishes it", r.out)
+        steps = sc.jobs_json(cfg)["j"]["partition_steps"]
+        self.assertEqual(steps, [{"partition": "p2025_10", "command": "archive", "state": "detached",
+                                  "side_table": f"{sc.src_db}.ga_1_p2025_10", "rows_copied": 0}])
         r = sc.job("purge", cfg)
         self.assertEqual(r.rc, 1, r)
         self.assertIn("that only archive may finish; run `goarchive archive -j j` first", r.err)
