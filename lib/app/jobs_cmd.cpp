@@ -14,6 +14,7 @@
 #include "app/preflight.h"
 #include "app/session.h"
 #include "plan/sql.h"
+#include "tracking/partition_steps.h"
 #include "tracking/registry.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -80,12 +81,8 @@ struct JobLine {
   bool live = false, lock_held = false;
   unsigned long long unfinished = 0, open_conflicts = 0, last_run = 0;
   std::vector<std::string> conflicts;  // the first few, named by key
-  // Partition steps a run started and did not finish (partition_path.h): their rows are in the side table.
-  struct Step {
-    std::string partition, command, state, side_table;
-    unsigned long long rows_copied = 0;
-  };
-  std::vector<Step> steps;
+  // Partition steps a run started and did not finish (partition_path.h), side_table as `db.table`.
+  std::vector<tracking::PartitionStep> steps;
 };
 
 std::vector<JobLine> read_jobs(const config::Config& cfg, db::Connection& dst, const tracking::Registry& registry) {
@@ -131,13 +128,8 @@ std::vector<JobLine> read_jobs(const config::Config& cfg, db::Connection& dst, c
         j.conflicts.push_back(name_root_key(r.text(i, 15), columns, encoded));
       }
     }
-    db::RowSet st = dst.query(fmt::format(
-        "SELECT partition_name, command, state, CONCAT({}, '.', side_table), rows_copied FROM {} WHERE job_id = {} "
-        "AND state NOT IN ('dropped', 'left') ORDER BY partition_name",
-        sql::quote(j.source.substr(j.source.rfind('/') + 1)), registry.table("partition_steps"), r.text(i, 14)));
-    for (size_t k = 0; k < st.rows(); ++k) {
-      j.steps.push_back({st.text(k, 0), st.text(k, 1), st.text(k, 2), st.text(k, 3), std::stoull(st.text(k, 4))});
-    }
+    j.steps = tracking::PartitionSteps(registry, std::stoull(r.text(i, 14)), "").unfinished(dst);
+    for (auto& st : j.steps) st.side_table = j.source.substr(j.source.rfind('/') + 1) + "." + st.side_table;
     out.push_back(std::move(j));
   }
   return out;

@@ -35,10 +35,10 @@ std::string PartitionSteps::where(const std::string& partition) const {
 }
 
 std::vector<PartitionStep> PartitionSteps::unfinished(db::Connection& conn) const {
-  db::RowSet r = conn.query(fmt::format("SELECT {} FROM {} WHERE job_id = {} AND scope = {} AND state NOT IN "
-                                        "('dropped', 'left') ORDER BY partition_name",
-                                        k_columns, m_registry.table("partition_steps"), m_job_id,
-                                        sql::quote(m_scope)));
+  const std::string scope = m_scope.empty() ? "" : " AND scope = " + sql::quote(m_scope);
+  db::RowSet r = conn.query(fmt::format("SELECT {} FROM {} WHERE job_id = {}{} AND state NOT IN ('dropped', 'left') "
+                                        "ORDER BY partition_name",
+                                        k_columns, m_registry.table("partition_steps"), m_job_id, scope));
   std::vector<PartitionStep> out;
   for (size_t i = 0; i < r.rows(); ++i) out.push_back(step_of(r, i));
   return out;

@@ -26,7 +26,8 @@ public:
   PartitionSteps(const Registry& registry, unsigned long long job_id, std::string scope)
       : m_registry(registry), m_job_id(job_id), m_scope(std::move(scope)) {}
 
-  // The job's steps in this scope that are not finished (detaching, detached, copied), by partition name.
+  // The job's steps in this scope (every scope when it is "") that are not finished (detaching, detached, copied,
+  // dropping), by partition name.
   std::vector<PartitionStep> unfinished(db::Connection& conn) const;
   // The step of `partition`, if the job ever took it.
   std::optional<PartitionStep> find(db::Connection& conn, const std::string& partition) const;
