@@ -464,7 +464,7 @@ private:
     if (!completed && code == k_exit_ok) reason += "; stopped cleanly at a batch boundary, the next run continues";
     if (completed) {
       code = k_exit_ok;
-      reason = m_stats.roots == 0 ? "nothing to do" : "finished";
+      reason = m_stats.roots == 0 && m_stats.partitions_done == 0 ? "nothing to do" : "finished";
       unsigned long long left = m_stats.roots_changed + m_stats.roots_withdrawn;
       if (left > 0) {
         // A normal outcome on a busy table: the next run archives them. Exit 0 with a warning.

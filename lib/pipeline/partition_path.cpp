@@ -19,6 +19,7 @@ namespace {
 
 constexpr unsigned k_ddl_attempts = 4;  // each waits ddl_lock_wait_timeout; 1, 2, 4 s apart
 constexpr unsigned k_ER_LOCK_WAIT_TIMEOUT = 1205;
+constexpr unsigned k_ER_TABLE_EXISTS = 1050;
 constexpr long long k_min_chunk = 5000;  // rows per copy transaction at least: the side table is ours alone
 
 double since(std::chrono::steady_clock::time_point t) {
@@ -68,6 +69,14 @@ bool PartitionPath::table_exists(const std::string& table) const {
       .value_or("0") != "0";
 }
 
+bool PartitionPath::has_partition(const std::string& partition) const {
+  return m_ctx.src
+      .scalar(fmt::format("SELECT COUNT(*) FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = {} AND "
+                          "TABLE_NAME = {} AND PARTITION_NAME = {}",
+                          sql::quote(m_database), sql::quote(m_table), sql::quote(partition)))
+      .value_or("0") != "0";
+}
+
 bool PartitionPath::run() {
   // Unfinished steps first: a partition some run started is finished by the command that started it.
   for (auto& step : m_steps.unfinished(m_ctx.reg())) {
@@ -86,9 +95,9 @@ bool PartitionPath::run() {
   if (m_layout.empty() || m_ctx.job.partitions == "off") return true;
   std::vector<PartitionChoice> choices = plan_partitions(m_ctx, m_ctx.src);
   for (const auto& c : choices) spdlog::info("{}", describe(c));
+  std::vector<PartitionChoice> whole;
   for (const auto& c : choices) {
     if (c.route != PartitionRoute::whole) continue;
-    if (!m_ctx.hooks.boundary("partition")) return false;
     const std::string side_name = side_table_name(m_ctx.job_id, c.name);
     if (table_exists(side_name)) {
       m_left.push_back(c);
@@ -97,15 +106,93 @@ bool PartitionPath::run() {
                    c.name, m_database, side_name);
       continue;
     }
-    tracking::PartitionStep step = m_steps.begin(m_ctx.reg(), c.name, side_name, mode_name(m_ctx.mode),
-                                                 exchange(m_ctx) ? "exchange" : "convert", m_ctx.run_id);
+    whole.push_back(c);
+  }
+  if (m_ctx.mode == Mode::purge && !exchange(m_ctx)) return purge_whole(whole);
+  for (const auto& c : whole) {
+    if (!m_ctx.hooks.boundary("partition")) return false;
+    tracking::PartitionStep step = m_steps.begin(m_ctx.reg(), c.name, side_table_name(m_ctx.job_id, c.name),
+                                                 mode_name(m_ctx.mode), exchange(m_ctx) ? "exchange" : "convert",
+                                                 m_ctx.run_id);
     if (!finish(step)) return false;
     if (step.state == "left") m_left.push_back(c);
   }
   return true;
 }
 
+bool PartitionPath::purge_whole(const std::vector<PartitionChoice>& whole) {
+  if (whole.empty()) return true;
+  std::vector<tracking::PartitionStep> steps;
+  {
+    db::Transaction tx(m_ctx.reg());
+    for (const auto& c : whole) {
+      steps.push_back(m_steps.begin(m_ctx.reg(), c.name, side_table_name(m_ctx.job_id, c.name), "purge", "convert",
+                                    m_ctx.run_id));
+    }
+    tx.commit();
+  }
+  std::vector<std::string> ends(steps.size(), "left");  // a partition this run never reached was never detached
+  bool go_on = true;
+  for (size_t i = 0; i < steps.size() && go_on; ++i) {
+    go_on = m_ctx.hooks.boundary("partition");
+    if (go_on) ends[i] = purge_step(steps[i], true);
+    if (ends[i] == "left") m_left.push_back(whole[i]);
+  }
+  db::Transaction tx(m_ctx.reg());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (ends[i] != steps[i].state) m_steps.move(m_ctx.reg(), steps[i], ends[i]);
+  }
+  tx.commit();
+  return go_on;
+}
+
+std::string PartitionPath::purge_step(tracking::PartitionStep& step, bool fresh) {
+  if (fresh || !table_exists(step.side_table)) {
+    if (!fresh && !has_partition(step.partition)) {
+      spdlog::info("partition {}: the run before purged it (neither it nor its side table is there)", step.partition);
+      return "dropped";
+    }
+    fault::point("partition_detaching");
+    try {
+      if (!ddl(fmt::format("ALTER TABLE {} CONVERT PARTITION {} TO TABLE {}", sql::qualified(m_database, m_table),
+                           sql::ident(step.partition), side(step)),
+               "detaching partition " + step.partition)) {
+        ++m_ctx.stats.partitions_left;
+        return "left";
+      }
+    } catch (const db::DbError& e) {
+      if (e.code() != k_ER_TABLE_EXISTS) throw;
+      // Someone made a table of the side table's name since the plan: CONVERT is atomic, so nothing moved.
+      spdlog::warn("partition {}: a table {}.{} is in the way of its side table; its rows stay for a later run "
+                   "(rename or drop that table)",
+                   step.partition, m_database, step.side_table);
+      ++m_ctx.stats.partitions_left;
+      return "left";
+    }
+    fault::point("partition_after_detach");
+    ++m_ctx.stats.partitions_detached;
+  }
+  prove_where(step);
+  fault::point("partition_after_prove");
+  fault::point("partition_copied");
+  const unsigned long long estimate = rows_estimate(step.side_table);
+  if (!ddl("DROP TABLE " + side(step), "dropping the side table of partition " + step.partition)) return "detaching";
+  fault::point("partition_after_drop");
+  ++m_ctx.stats.partitions_done;
+  m_ctx.stats.partition_rows_estimate += estimate;
+  spdlog::info("partition {}: ~{} row(s) purged; its side table is dropped (a purge does not count a partition's "
+               "rows: ~ is the server's estimate)",
+               step.partition, estimate);
+  return "dropped";
+}
+
 bool PartitionPath::finish(tracking::PartitionStep& step) {
+  if (step.command == "purge" && step.detach == "convert" && step.state == "detaching") {
+    // purge_whole's step: where it stands is told by the side table and the table's layout.
+    const std::string end = purge_step(step, false);
+    if (end != step.state) m_steps.move(m_ctx.reg(), step, end);
+    return true;
+  }
   if (step.state == "detaching") {
     fault::point("partition_detaching");
     if (!detach(step)) return true;  // left for a later run
@@ -358,12 +445,22 @@ bool PartitionPath::copy(tracking::PartitionStep& step) {
   return true;
 }
 
+unsigned long long PartitionPath::rows_estimate(const std::string& table) const {
+  return std::stoull(m_ctx.src
+                         .scalar(fmt::format("SELECT IFNULL(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE "
+                                             "TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                                             sql::quote(m_database), sql::quote(table)))
+                         .value_or("0"));
+}
+
 bool PartitionPath::drop(tracking::PartitionStep& step) {
   fault::point("partition_copied");
-  unsigned long long rows = m_ctx.mode == Mode::archive ? step.rows_copied : 0;
+  const bool archive = m_ctx.mode == Mode::archive;
+  unsigned long long rows = archive ? step.rows_copied : 0;
   if (table_exists(step.side_table)) {
-    rows = std::stoull(m_ctx.src.scalar("SELECT COUNT(*) FROM " + side(step)).value_or("0"));
-    if (m_ctx.mode == Mode::archive && rows != step.rows_copied) {
+    rows = archive ? std::stoull(m_ctx.src.scalar("SELECT COUNT(*) FROM " + side(step)).value_or("0"))
+                   : rows_estimate(step.side_table);
+    if (archive && rows != step.rows_copied) {
       throw Error(fmt::format("partition {}: the side table {}.{} holds {} row(s) but {} were copied into the "
                               "archive; nothing is dropped. Look at the side table, then rerun",
                               step.partition, m_database, step.side_table, rows, step.rows_copied));
@@ -373,11 +470,16 @@ bool PartitionPath::drop(tracking::PartitionStep& step) {
   fault::point("partition_after_drop");
   m_steps.move(m_ctx.reg(), step, "dropped");
   ++m_ctx.stats.partitions_done;
-  m_ctx.stats.tables[0].deleted += rows;
-  m_ctx.stats.roots_done += rows;
-  if (m_ctx.mode == Mode::purge) m_ctx.stats.roots += rows;
-  spdlog::info("partition {}: {} row(s) {}; its side table is dropped", step.partition, rows,
-               m_ctx.mode == Mode::archive ? "archived" : "purged");
+  if (archive) {
+    m_ctx.stats.tables[0].deleted += rows;
+    m_ctx.stats.roots_done += rows;
+    spdlog::info("partition {}: {} row(s) archived; its side table is dropped", step.partition, rows);
+  } else {
+    m_ctx.stats.partition_rows_estimate += rows;
+    spdlog::info("partition {}: ~{} row(s) purged; its side table is dropped (a purge does not count a "
+                 "partition's rows: ~ is the server's estimate)",
+                 step.partition, rows);
+  }
   return true;
 }
 

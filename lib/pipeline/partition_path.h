@@ -5,7 +5,8 @@
 // `EXCHANGE PARTITION` with an empty twin), every row of it that does not match `where` goes back to the table in
 // one transaction, archive copies the side table into the archive in verified chunks, and the side table is
 // dropped. Every step is recorded in the registry before it happens (tracking/partition_steps.h), so a rerun
-// finishes what a run started, and every row is in exactly one of source (table or side table) and archive at
+// finishes what a run started (purge on MariaDB records all its partitions `detaching` at once and their ends at
+// once: a rerun reads where each stands from the side table and the layout), and every row is in exactly one of source (table or side table) and archive at
 // every instant. Every DDL waits at most ddl_lock_wait_timeout for the table's metadata lock (the application's
 // statements queue behind a waiting DDL), retried with backoff; a partition whose DDL keeps giving up is left
 // whole in the table for the next run, and its rows stay out of this run's row path.
@@ -45,6 +46,16 @@ public:
 private:
   // One step from its recorded state to dropped (or left); false when a hook said stop.
   bool finish(tracking::PartitionStep& step);
+  // purge on the CONVERT path: every partition of `whole` recorded `detaching` in one registry transaction, each
+  // detached, proven and dropped with no registry write between, and the outcomes recorded in one transaction at
+  // the end (a rerun tells where a `detaching` step stands from the side table and the layout: purge_step). False
+  // when a hook said stop.
+  bool purge_whole(const std::vector<PartitionChoice>& whole);
+  // One purge_whole step from `detaching` as far as it goes: the side table there means detached (CONVERT is
+  // atomic); else, on a rerun (`fresh` false), the partition gone from the table means dropped; else CONVERT.
+  // Returns the state to record: dropped, left (the DDL gave up: nothing moved) or detaching (the side table's
+  // drop gave up: the next purge finishes it).
+  std::string purge_step(tracking::PartitionStep& step, bool fresh);
   // detaching -> detached (or left when the DDL gives up on the lock); false: left.
   bool detach(tracking::PartitionStep& step);
   // The rows of the side table outside `where` back into the table, in one source transaction.
@@ -60,6 +71,8 @@ private:
   // table, in one source transaction; returns how many.
   unsigned long long move_back(const tracking::PartitionStep& step, const std::string& cond);
   bool table_exists(const std::string& table) const;
+  bool has_partition(const std::string& partition) const;  // the root table still has it
+  unsigned long long rows_estimate(const std::string& table) const;  // the server's TABLE_ROWS of a source table
   std::string side(const tracking::PartitionStep& step) const;
 
   Context& m_ctx;

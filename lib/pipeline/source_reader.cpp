@@ -21,7 +21,11 @@ std::vector<std::string> SourceReader::read_next(Batch& batch, const std::vector
     src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     snapshot.emplace(src, true, true);
   }
-  db::RowSet rows = src.query(m_tree.keyset_query(after, root.select_list));
+  // When nothing matches, the walk by the primary key would read the whole table to say so: ask first.
+  db::RowSet rows;
+  if (after || src.scalar(m_tree.any_root_query()).value_or("1") != "0") {
+    rows = src.query(m_tree.keyset_query(after, root.select_list));
+  }
   std::vector<std::string> last;
   std::vector<std::vector<std::string>> keys;
   for (size_t r = 0; r < rows.rows(); ++r) {

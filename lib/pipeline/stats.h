@@ -36,6 +36,9 @@ struct Stats {
   // The partition path (partition_path.h): partitions detached, dropped (their rows archived or purged), left in
   // the table because their DDL gave up on the metadata lock, and rows of detached partitions that went back.
   unsigned long long partitions_detached = 0, partitions_done = 0, partitions_left = 0, partition_rows_back = 0;
+  // purge: the server's estimate (TABLE_ROWS) of the rows in the partitions it dropped whole. A purge does not count
+  // them: counting is a scan of each partition, which would cost more than its DDL.
+  unsigned long long partition_rows_estimate = 0;
   double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0, t_ddl = 0;
   double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
 

@@ -8,10 +8,19 @@
 
 namespace goarchive::pipeline {
 
-std::string TreeReader::keyset_query(const std::vector<std::string>* after, const std::string& columns) const {
-  const TableMeta& root = m_ctx.root();
+std::string TreeReader::root_condition() const {
   std::string cond = "(" + m_ctx.job.where + ")";
   if (!m_ctx.row_exclusion.empty()) cond += " AND " + m_ctx.row_exclusion;
+  return cond;
+}
+
+std::string TreeReader::any_root_query() const {
+  return fmt::format("SELECT EXISTS (SELECT 1 FROM {} WHERE {})", m_ctx.root().source_name, root_condition());
+}
+
+std::string TreeReader::keyset_query(const std::vector<std::string>* after, const std::string& columns) const {
+  const TableMeta& root = m_ctx.root();
+  std::string cond = root_condition();
   if (after) cond += " AND " + sql::keyset_after(root.key_cols, wrap(literals(*after, root.key_binary), root.key_wrap));
   std::string order;
   for (size_t k = 0; k < root.key_cols.size(); ++k) order += (k ? ", " : "") + sql::ident(root.key_cols[k]);

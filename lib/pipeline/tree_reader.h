@@ -21,6 +21,10 @@ public:
 
   // `SELECT <columns> ... WHERE (<where>) AND key > <after> ORDER BY key LIMIT batch_size`: the next roots.
   std::string keyset_query(const std::vector<std::string>* after, const std::string& columns) const;
+  // `SELECT EXISTS (SELECT 1 ... WHERE (<where>))`, with no index hint: whether any root matches, which the
+  // optimizer answers by the `where` column's index where there is one (the keyset walk by the primary key reads
+  // every row of the table when none matches).
+  std::string any_root_query() const;
   // The root rows of `batch.root_keys` by exact key, into batch.tables[0]. With `matches`, also whether each
   // row still matches `where` (evaluated by the server in the same statement, so under the same lock).
   void read_roots(db::Connection& conn, Side side, Batch& batch, Read read, std::vector<bool>* matches = nullptr) const;
@@ -28,6 +32,7 @@ public:
   void read_children(db::Connection& conn, Side side, Batch& batch, Read read) const;
 
 private:
+  std::string root_condition() const;  // (<where>) [AND the partition path's exclusion]
   void read_child(db::Connection& conn, Side side, Batch& batch, size_t t, Read read) const;
   // The rows of table `m` under the batch's rows of one of its parents, each with that parent row's root.
   void read_edge(db::Connection& conn, Side side, const Batch& batch, const TableMeta& m, const EdgeMeta& e, Read read,

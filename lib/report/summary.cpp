@@ -55,6 +55,11 @@ std::string summary_text(const RunInfo& info, const pipeline::Stats& s) {
     out += fmt::format("  partitions: detached {}, taken whole {}, left whole for the next run {}; rows that went back "
                        "into the table {}; DDL {:.2f} s\n",
                        s.partitions_detached, s.partitions_done, s.partitions_left, s.partition_rows_back, s.t_ddl);
+    if (s.partition_rows_estimate > 0) {
+      out += fmt::format("  purged whole: about {} row(s), the server's estimate (a purge drops a partition without "
+                         "counting its rows)\n",
+                         s.partition_rows_estimate);
+    }
   }
   if (s.roots_blocked > 0) {
     out += fmt::format("  blocked and left in source {} (a parent staying in the source, a table outside the job "
@@ -141,6 +146,7 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
   parts.set("taken_whole", Json(s.partitions_done));
   parts.set("left_whole", Json(s.partitions_left));
   parts.set("rows_back", Json(s.partition_rows_back));
+  parts.set("purged_rows_estimate", Json(s.partition_rows_estimate));
   parts.set("ddl_seconds", Json(s.t_ddl));
   j.set("partitions", parts);
   j.set("recovered", Json(s.recovered));

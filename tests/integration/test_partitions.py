@@ -25,6 +25,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gatest  # noqa: E402
+from test_key_lists import GeneralLog  # noqa: E402
 from scenario import Scenario  # noqa: E402
 
 MONTHS = ["2025-10", "2025-11", "2025-12", "2026-01", "2026-02"]
@@ -159,6 +160,26 @@ class TestPartitionPath(Base):
         self.assertEqual(src_cold, 0)
         self.assertEqual(src_all, 160 * PER_DAY - 75 * PER_DAY)
         self.assertEqual(dst_all, 0, "purge copies nothing")
+        # Dropped uncounted: the summary gives the server's estimate as one, and the steps are recorded dropped
+        # in two registry transactions (all detaching, then all ended), not four writes per partition.
+        self.assertRegex(r.out, r"purged whole: about [0-9]+ row\(s\), the server's estimate")
+        self.assertIn("partitions: detached 2, taken whole 2, left whole for the next run 0", r.out)
+        steps = gatest.sql("destination", f"SELECT partition_name, state, version FROM `{sc.job_schema}`."
+                                          "partition_steps ORDER BY partition_name")
+        self.assertEqual([tuple(s) for s in steps], [("p2025_10", "dropped", 2), ("p2025_11", "dropped", 2)])
+        # With nothing left, the run asks whether any row matches instead of walking the primary key through the
+        # table's remaining partitions to find none.
+        log = GeneralLog(self, "source")
+        probe, walk = f"SELECT EXISTS (SELECT 1 FROM `{sc.src_db}`.`ev` WHERE", f"`{sc.src_db}`.`ev` FORCE INDEX (PRIMARY)"
+
+        def sent():  # goarchive's statements only (the log holds these very reads too, and maybe older runs')
+            return tuple(len([s for s in log.statements(n) if s.startswith("/* goarchive")]) for n in (probe, walk))
+
+        before = sent()
+        r = sc.job("purge", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn("nothing to do", r.out)
+        self.assertEqual(sent(), (before[0] + 1, before[1]))
 
     def test_partitions_off_takes_the_row_path(self):
         sc = make(self, "part_off")
