@@ -25,22 +25,26 @@ std::vector<std::string> lowered(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::optional<PlannedScan> scan_in_plan(db::Connection& conn, const std::string& statement) {
+std::optional<PlannedScan> scan_in_plan(db::Connection& conn, const std::string& statement,
+                                        const std::string& index) {
   db::RowSet plan = conn.query("EXPLAIN " + statement);
-  size_t table = plan.cols(), type = plan.cols(), rows = plan.cols();
+  size_t table = plan.cols(), type = plan.cols(), rows = plan.cols(), key = plan.cols();
   for (size_t c = 0; c < plan.names().size(); ++c) {
     if (lower(plan.names()[c]) == "table") table = c;
     if (lower(plan.names()[c]) == "type") type = c;
     if (lower(plan.names()[c]) == "rows") rows = c;
+    if (lower(plan.names()[c]) == "key") key = c;
   }
   if (table == plan.cols() || type == plan.cols()) return std::nullopt;
   for (size_t r = 0; r < plan.rows(); ++r) {
     if (plan.is_null(r, table) || plan.is_null(r, type)) continue;
     const std::string name = plan.text(r, table), how = plan.text(r, type);
     if (name.rfind("<", 0) == 0) continue;  // <derived2>, <union2,3>, <subquery2>
-    if (how == "ALL" || how == "index") {
-      double estimate = rows < plan.cols() && !plan.is_null(r, rows) ? std::strtod(plan.text(r, rows).c_str(), nullptr) : 0;
-      return PlannedScan{fmt::format("all of {} ({})", name, how), estimate};
+    double estimate = rows < plan.cols() && !plan.is_null(r, rows) ? std::strtod(plan.text(r, rows).c_str(), nullptr) : 0;
+    if (how == "ALL" || how == "index") return PlannedScan{fmt::format("all of {} ({})", name, how), estimate};
+    if (!index.empty() && key < plan.cols()) {
+      const std::string used = plan.is_null(r, key) ? "no index" : plan.text(r, key);
+      if (used != index) return PlannedScan{fmt::format("{} by {} ({})", name, used, how), estimate};
     }
   }
   return std::nullopt;

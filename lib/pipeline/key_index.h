@@ -28,8 +28,10 @@ struct PlannedScan {
   double rows = 0;
 };
 // EXPLAINs `statement` on `conn`: the first table it would read whole; nullopt when every table is read
-// through an index (a derived table of literal keys is not a table of the database and is skipped).
-std::optional<PlannedScan> scan_in_plan(db::Connection& conn, const std::string& statement);
+// through an index (a derived table of literal keys is not a table of the database and is skipped). With
+// `index`, a table read through any other index counts too ("t by k_created (range)").
+std::optional<PlannedScan> scan_in_plan(db::Connection& conn, const std::string& statement,
+                                        const std::string& index = "");
 // Whether `table` (`db`.`t`) holds at least `rows` rows, counted (a plain read of at most `rows` index entries):
 // the truth where the statistics may lie.
 bool holds_at_least(db::Connection& conn, const std::string& table, unsigned long rows);

@@ -98,6 +98,17 @@ void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_cloc
 // whose proof never committed: the recovery finds the delete rolled back.
 bool Remover::delete_returning(Batch& batch) const {
   batch.proof = m_ctx.proof->stamp(batch.id);
+  if (m_ctx.definitions) {
+    // The definitions before any row lock: a read of no rows takes each table's metadata lock, which this
+    // transaction holds to its end, so a definition still the run's start's cannot change before the commit; the
+    // application's rows are not held while the definitions are compared (SHOW CREATE TABLE of a table of many
+    // partitions takes milliseconds).
+    for (const auto& m : m_ctx.tables) m_ctx.src.query(fmt::format("SELECT 1 FROM {} LIMIT 0", m.source_name));
+    if (auto changed = m_ctx.definitions->check(m_ctx.src, m_ctx.tables)) {
+      spdlog::debug("batch {}: {}; deciding root by root under locks", batch.no, *changed);
+      return false;
+    }
+  }
   m_ctx.src.execute("SAVEPOINT goarchive_delete");
   std::future<unsigned> marked = record_decision(batch);
   bool done = false;
@@ -105,13 +116,6 @@ bool Remover::delete_returning(Batch& batch) const {
   try {
     done = m_returning.run(batch, why);
     fault::point("after_returning_delete");
-    if (done && m_ctx.definitions) {
-      // The deletes hold the table's metadata lock: a definition still the run's start's cannot change now.
-      if (auto changed = m_ctx.definitions->check(m_ctx.src, m_ctx.tables)) {
-        done = false;
-        why = *changed;
-      }
-    }
   } catch (...) {
     if (marked.valid()) marked.wait();
     throw;

@@ -30,7 +30,8 @@ public:
 private:
   // A batch in one pass (returning_delete.h: one table, or a tree its foreign keys guard), in `tx` after its
   // savepoint: true when it deleted exactly the copied rows, with the decision recorded; false when it rolled
-  // back to the savepoint, the proof stamped and the decision recorded that the caller's replaces.
+  // back to the savepoint, the proof stamped and the decision recorded that the caller's replaces, or when a
+  // table's definition changed (checked first, before any row lock: nothing deleted, no decision recorded).
   bool delete_returning(Batch& batch) const;
   // Records the batch's decision (archive: its move to deleting) on ctx.marks, on a thread of its own; an empty
   // future where the mode records none. The batch must not change until the future is ready.

@@ -9,6 +9,7 @@
 
 #include "pipeline/holds.h"
 #include "pipeline/rows.h"
+#include "plan/integer_run.h"
 #include "util/strings.h"
 
 namespace goarchive::pipeline {
@@ -27,16 +28,19 @@ bool still_referenced(const db::DbError& e) { return e.code() == 1217 || e.code(
 
 bool ReturningDelete::applies() const {
   return m_ctx.mode == Mode::archive && m_ctx.src.dialect().delete_returning() &&
-         !m_refused.load() && !m_scans.load() && !Holds(m_ctx).any() && !slow_key_lists() &&
-         (m_ctx.tables.size() == 1 || guarded_tree());
+         !m_refused.load() && !m_scans.load() && !Holds(m_ctx).any() &&
+         (!slow_key_lists() || m_ctx.root().key_integer.front()) && (m_ctx.tables.size() == 1 || guarded_tree());
 }
 
 // A root key of several columns that are not all whole numbers goes by key list, `(id, created) IN (..)`. When
 // the table also has an index that starts with a later key column (an index on created), MariaDB 10.11 weighs
 // that index for every value of the list, and a single-table DELETE cannot be told not to: measured on 120,000
 // rows, a DELETE .. RETURNING of 1,000 (BIGINT, DATE) keys took 1.2 s (61 ms without that index), the locked
-// re-read with FORCE INDEX 28 ms and the delete through the join on the primary key 19 ms. Such a job takes the
-// locked re-read (Remover) for every batch.
+// re-read with FORCE INDEX 28 ms and the delete through the join on the primary key 19 ms. Such a root goes by
+// ranges of its leading key column instead, when that is an integer column whose values in the batch are an
+// unbroken run (leading_run), each value once: `id BETWEEN lo AND hi AND (where) ORDER BY id, created LIMIT n`
+// is one range of the primary key (4 ms for 1,000 rows of the same table, against 7.5 ms for the locked re-read
+// and 10 ms for the delete through the join); any other batch takes the locked re-read (Remover).
 bool ReturningDelete::slow_key_lists() const {
   const TableMeta& root = m_ctx.root();
   if (root.key_cols.size() < 2) return false;
@@ -71,8 +75,17 @@ bool ReturningDelete::guarded_tree() const {
   return true;
 }
 
+std::optional<std::vector<sql::IntegerRun>> ReturningDelete::leading_runs(const Batch& batch) const {
+  if (!m_ctx.root().key_integer.front()) return std::nullopt;
+  std::vector<std::string> lead;
+  lead.reserve(batch.root_keys.size());
+  for (const auto& key : batch.root_keys) lead.push_back(key.front());
+  return sql::integer_runs(lead, static_cast<size_t>(m_ctx.job.processing.delete_batch_size));
+}
+
 bool ReturningDelete::applies(const Batch& batch) const {
   if (!applies() || batch.recovery || batch.unproven || batch.id == 0 || batch.roots.empty()) return false;
+  if (slow_key_lists() && !leading_runs(batch)) return false;
   for (size_t i = 0; i < batch.roots.size(); ++i) {
     if (batch.stays(i)) return false;
   }
@@ -139,6 +152,18 @@ std::vector<std::string> ReturningDelete::conditions(const Batch& batch, size_t 
   // `ORDER BY key LIMIT n`: the range stops at its n-th row while they all still match, so it never reads, let
   // alone waits for, the row after it.
   const std::string order = sql::ident_list(m.key_cols);
+  if (t == 0 && slow_key_lists()) {
+    // The leading column's run (applies() checked there is one): the batch's rows are the first n of the range
+    // in key order that match `where`; a row of the range that is not one of them (another `created` under an
+    // id of the run, since matching or inserted) is returned, or cuts the last one off, and the comparison
+    // sends the batch back.
+    const auto runs = leading_runs(batch);
+    for (const auto& run : runs.value()) {
+      out.push_back(fmt::format("({}){} ORDER BY {} LIMIT {}", sql::between(m.key_cols.front(), run), where, order,
+                                run.count));
+    }
+    return out;
+  }
   for (const auto& range : key_ranges(m, tb.rows, all, per_statement, rest)) {
     out.push_back(fmt::format("({}){} ORDER BY {} LIMIT {}", range.where, where, order, range.count));
   }
@@ -165,10 +190,13 @@ bool ReturningDelete::delete_table(Batch& batch, size_t t, std::string& why) con
     // chose. A key range (`BETWEEN .. ORDER BY ..
     // LIMIT n`) is one range, which MariaDB 10.11 estimates at no more than half the rows it believes the table
     // holds and so keeps (measured on statistics of 61 rows: type range), and is not EXPLAINed.
+    // The leading column's range of a key whose later column has an index of its own is EXPLAINed too: it must
+    // stay on the primary key, never the range of that index over every row matching `where`.
+    const bool leading = t == 0 && slow_key_lists();
     if (m_plan_checked.size() != m_ctx.tables.size()) m_plan_checked.assign(m_ctx.tables.size(), 0);
-    if (!m_plan_checked[t] && cond.find(" ORDER BY ") == std::string::npos) {
+    if (!m_plan_checked[t] && (leading || cond.find(" ORDER BY ") == std::string::npos)) {
       m_plan_checked[t] = 1;
-      auto scan = scan_in_plan(m_ctx.src, statement);
+      auto scan = scan_in_plan(m_ctx.src, statement, leading ? "PRIMARY" : "");
       if (scan && holds_at_least(m_ctx.src, m.source_name, k_large_table_rows)) {
         m_scans = true;
         spdlog::info("the source's statistics of {} would have DELETE ... RETURNING read {} (EXPLAIN); every batch "

@@ -8,10 +8,13 @@
 // added under a root (which no key of the copy names) makes the parent's delete fail instead of orphaning it. It
 // runs in the caller's transaction and never commits, rolls back or writes the destination.
 #include <atomic>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "pipeline/batch.h"
 #include "pipeline/context.h"
+#include "plan/integer_run.h"
 
 namespace goarchive::pipeline {
 
@@ -30,14 +33,18 @@ public:
   // must roll back what they deleted. A statement the server refuses (its `where` inside a DELETE, say) turns
   // this path off for the run and returns false; lock waits, deadlocks and lost connections throw.
   bool run(Batch& batch, std::string& why) const;
+  // The root's keys would go by lists that the source plans slowly for a DELETE (see returning_delete.cpp): they
+  // go by ranges of their leading column instead, or not by this path.
+  bool slow_key_lists() const;
 
 private:
   // Every relation is a foreign key of the source database that refuses to delete a referenced parent row
   // (RESTRICT, NO ACTION), this session checks foreign keys, and no other foreign key points at a table of the
   // job. A child added under a root, or under any row of its tree, then fails its parent's delete.
   bool guarded_tree() const;
-  // The root's keys go by lists that the source plans slowly for a DELETE (see returning_delete.cpp).
-  bool slow_key_lists() const;
+  // The batch's roots' leading key values as unbroken integer runs of at most delete_batch_size, each value once;
+  // nothing when they are not (or the column is not an integer column).
+  std::optional<std::vector<sql::IntegerRun>> leading_runs(const Batch& batch) const;
   // The statements' conditions for table `t`, each for at most delete_batch_size rows: unbroken integer runs by
   // range, the other keys by exact key (a range of other keys would also lock, and wait for, the application's
   // rows between them); the root's also require that its rows still match `where`.

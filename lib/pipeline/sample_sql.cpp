@@ -70,7 +70,8 @@ std::vector<std::string> Engine::sample_sql() const {
                               CommitProof::table_name(m_proof_db)));
   }
   if (m_ctx.removes_from_src()) {
-    if (ReturningDelete(m_ctx).applies()) {
+    ReturningDelete returning(m_ctx);
+    if (returning.applies()) {
       if (m_ctx.tables.size() > 1) {
         out.push_back(fmt::format("-- one pass (a tree its foreign keys guard): lock the roots, then delete child-first, "
                                   "each statement returning what it deleted\nSELECT {} FROM {} WHERE {} FOR UPDATE",
@@ -82,10 +83,15 @@ std::vector<std::string> Engine::sample_sql() const {
                                     m.select_list));
         }
       }
+      const std::string by = returning.slow_key_lists()
+                                 ? fmt::format("{} BETWEEN ? AND ? AND ({}) ORDER BY {} LIMIT ?",
+                                               sql::ident(root.key_cols.front()), m_ctx.job.where,
+                                               sql::ident_list(root.key_cols))
+                                 : fmt::format("{} AND ({})", key_list(root.key_cols), m_ctx.job.where);
       out.push_back(fmt::format("-- delete the roots in one pass, returning what it deleted; unless every statement "
                                 "returned exactly what was copied,\n-- back to a savepoint before it and the locked "
-                                "re-read below\nDELETE FROM {} WHERE {} AND ({}) RETURNING {}",
-                                root.source_name, key_list(root.key_cols), m_ctx.job.where, root.select_list));
+                                "re-read below\nDELETE FROM {} WHERE {} RETURNING {}",
+                                root.source_name, by, root.select_list));
     }
     out.push_back(fmt::format("-- lock and re-read the roots before the delete\nSELECT {} FROM {} WHERE {} FOR UPDATE",
                               root.select_list, root.source_name, key_list(root.key_cols)));

@@ -39,8 +39,12 @@ SCHEMA = [
     # A one-column key with gaps (every third id): its batches go by key list in one DELETE .. RETURNING.
     f"CREATE TABLE lg (id INT NOT NULL PRIMARY KEY, at DATETIME NOT NULL, msg VARCHAR(40) NOT NULL, KEY by_at (at)) "
     f"{STALE}",
+    # The events table of issue 34: key (id, DATE), an index on the DATE, no child. Its batches go by ranges of
+    # the leading id in one DELETE .. RETURNING each, EXPLAINed: they must stay on PRIMARY.
+    f"CREATE TABLE ev_day (id INT NOT NULL, created DATE NOT NULL, payload VARCHAR(40) NOT NULL, "
+    f"PRIMARY KEY (id, created), KEY by_created (created)) {STALE}",
 ]
-TABLES = ["ev", "ev_note", "lg"]
+TABLES = ["ev", "ev_note", "lg", "ev_day"]
 INDEX_TYPES = {"range", "ref", "eq_ref", "const", "system", "unique_subquery", "index_subquery"}
 ROWS = 60000  # both tables above 10,000 rows: a scan of a smaller table may be the right plan
 
@@ -52,6 +56,8 @@ def fill(sc, server, first, last):
     run(f"INSERT INTO ev_note SELECT seq, seq, '2020-01-01' + INTERVAL (seq DIV 50) DAY, 'n' "
         f"FROM seq_{first}_to_{last} WHERE seq MOD 3 = 0")
     run(f"INSERT INTO lg SELECT 3 * seq, '2020-01-01' + INTERVAL seq MINUTE, 'm' FROM seq_{first}_to_{last}")
+    run(f"INSERT INTO ev_day SELECT seq, '2020-01-01' + INTERVAL (seq DIV 50) DAY, REPEAT('d', 30) "
+        f"FROM seq_{first}_to_{last}")
 
 
 def make_stale(sc, server):
@@ -158,6 +164,13 @@ class IndexUseTest(unittest.TestCase):
         r = sc.job("archive", lg, "lg")
         self.assertEqual(r.rc, 0, r)
         self.assertIn("would have DELETE ... RETURNING read all of lg", r.err, r)
+        # A key (id, DATE) with an index on the DATE: by ranges of the leading id, DELETE .. RETURNING.
+        dd = sc.config({"d": {"root_table": "ev_day", "where": "created < '2020-03-01'"}},
+                       processing={"batch_size": 1000})
+        r = sc.job("archive", dd, "d")
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("would have DELETE ... RETURNING read", r.err, r)
+        self.assertEqual(sc.count("destination", "ev_day") - ROWS, 2999)  # ids 1 .. 2999: created before March
         # The portable path: the locked re-read and the key-list DELETE.
         cfg2 = self.config("created < '2020-09-01'")
         r = sc.job("archive", cfg2, env={"GOARCHIVE_TEST_PORTABLE": "1"})
@@ -176,7 +189,7 @@ class IndexUseTest(unittest.TestCase):
         # The verification read-back, the locked re-read, the key-list DELETE and the removal of the copies the
         # interrupted batch left (recovery).
         for expected in (("destination", "SELECT"), ("source", "SELECT FOR UPDATE"), ("source", "DELETE (join)"),
-                         ("destination", "DELETE (join)")):
+                         ("destination", "DELETE (join)"), ("source", "DELETE RETURNING")):
             self.assertIn(expected, seen, f"the runs sent no {expected}: {sorted(seen)}")
 
     def test_copy_sweep_and_removal_of_copies(self):

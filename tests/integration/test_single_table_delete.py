@@ -160,5 +160,72 @@ class SingleTableDeleteTest(unittest.TestCase):
                 self.assertEqual(sc.unfinished(), 0)
 
 
+def dated(sc):
+    """d: the events shape of issue 34, key (id, DATE) with an index on the DATE; ids 1..8, one day apart, the
+    first four before 2020-01-05 (the job's `where`)."""
+    sc.both(f"CREATE TABLE d (id INT NOT NULL, created DATE NOT NULL, v VARCHAR(20) NOT NULL, "
+            f"PRIMARY KEY (id, created), KEY by_created (created)) {INNODB}")
+    sc.src("INSERT INTO d SELECT seq, '2020-01-01' + INTERVAL (seq - 1) DAY, CONCAT('d', seq) FROM seq_1_to_8")
+
+
+DATED = {"root_table": "d", "where": "created < '2020-01-05'"}
+
+
+class LeadingRangeTest(unittest.TestCase):
+    """A key (id, DATE) with an index on the DATE: a list of its keys is planned slowly for a DELETE, so a batch
+    whose ids are an unbroken run goes by that range in one DELETE .. RETURNING (the rows of the run that match
+    `where`, the first n in key order), compared row for row with the copy like any other."""
+
+    def statements(self, sc, log):
+        on_d = f"`{sc.src_db}`.`d`"
+        stmts = [s for s in log.statements(on_d) if "general_log" not in s]
+        return ([s for s in stmts if s.split("*/")[-1].lstrip().startswith("DELETE")],
+                [s for s in stmts if s.rstrip().endswith("FOR UPDATE")])
+
+    def test_unbroken_run_of_ids_goes_by_range_in_one_pass(self):
+        sc = Scenario(self, "leading_run")
+        dated(sc)
+        before = sc.snapshot(["d"])
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": DATED}, processing={"batch_size": 10})
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        deletes, locked = self.statements(sc, log)
+        self.assertEqual(len(deletes), 1, deletes)
+        self.assertIn("WHERE (`id` BETWEEN 1 AND 4) AND (created < '2020-01-05') ORDER BY `id`, `created` LIMIT 4 "
+                      "RETURNING `id`, `created`, `v`", deletes[0])
+        self.assertEqual(locked, [], "a locked re-read of the roots")
+        self.assertEqual(sorted(k[0] for k in sc.rows("destination", "d")), [1, 2, 3, 4])
+        sc.assert_invariant(before)
+        self.assertEqual(sc.unfinished(), 0)
+
+    def test_row_added_under_an_id_of_the_run_stays_then_goes(self):
+        """After the copy the application adds (2, 2020-01-04), which matches `where` and lies inside the range:
+        the one pass deletes it with the others, the comparison finds a row that was not copied and rolls back, and
+        the locked re-read moves the four copied rows; the new row stays for the rerun, never lost."""
+        sc = Scenario(self, "leading_late")
+        dated(sc)
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": DATED}, processing={"batch_size": 10})
+        r = paused_write(self, sc, cfg, "after_copy_commit:1",
+                         lambda: app(sc, "INSERT INTO d VALUES (2, '2020-01-04', 'late')"))
+        self.assertEqual(r.rc, 0, r)
+        latest = sc.snapshot(["d"])
+        deletes, locked = self.statements(sc, log)
+        self.assertTrue(any(" RETURNING " in s for s in deletes), deletes)
+        self.assertEqual(len(locked), 1, "the batch was not decided again under locks")
+        src, dst = sc.rows("source", "d"), sc.rows("destination", "d")
+        self.assertIn((2, "2020-01-04"), {(k[0], str(k[1])) for k in src}, "the late row left the source uncopied")
+        self.assertEqual(sorted((k[0], str(k[1])) for k in dst),
+                         [(1, "2020-01-01"), (2, "2020-01-02"), (3, "2020-01-03"), (4, "2020-01-04")])
+        self.assertEqual(set(src) & set(dst), set(), "rows in both servers")
+        sc.assert_invariant(latest)
+        r = sc.job("archive", cfg)
+        self.assertEqual(r.rc, 0, r)
+        self.assertIn((2, "2020-01-04"), {(k[0], str(k[1])) for k in sc.rows("destination", "d")})
+        self.assertEqual(sorted(k[0] for k in sc.rows("source", "d")), [5, 6, 7, 8])
+        self.assertEqual(sc.unfinished(), 0)
+
+
 if __name__ == "__main__":
     unittest.main()
