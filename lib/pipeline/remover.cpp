@@ -99,11 +99,15 @@ void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_cloc
 bool Remover::delete_returning(Batch& batch) const {
   batch.proof = m_ctx.proof->stamp(batch.id);
   if (m_ctx.definitions) {
-    // The definitions before any row lock: a read of no rows takes each table's metadata lock, which this
-    // transaction holds to its end, so a definition still the run's start's cannot change before the commit; the
-    // application's rows are not held while the definitions are compared (SHOW CREATE TABLE of a table of many
-    // partitions takes milliseconds).
-    for (const auto& m : m_ctx.tables) m_ctx.src.query(fmt::format("SELECT 1 FROM {} LIMIT 0", m.source_name));
+    // The definitions before any row lock: a locking read of no rows takes each table's metadata lock for writing,
+    // which this transaction holds to its end, so a definition still the run's start's cannot change before the
+    // commit; the application's rows are not held while the definitions are compared (SHOW CREATE TABLE of a
+    // table of many partitions takes milliseconds). FOR UPDATE: the DELETE then needs no stronger lock than it
+    // holds (a plain read's lock, upgraded by the DELETE while an ALTER waits for the table, is a deadlock whose
+    // victim is the DELETE: measured, error 1213).
+    for (const auto& m : m_ctx.tables) {
+      m_ctx.src.query(fmt::format("SELECT 1 FROM {} LIMIT 0 FOR UPDATE", m.source_name));
+    }
     if (auto changed = m_ctx.definitions->check(m_ctx.src, m_ctx.tables)) {
       spdlog::debug("batch {}: {}; deciding root by root under locks", batch.no, *changed);
       return false;
