@@ -31,6 +31,13 @@ def table(sc, key="int", rows=8):
     sc.src(f"INSERT INTO p SELECT {val}, seq % 2, CONCAT('p', seq) FROM seq_1_to_{rows}")
 
 
+def deletes_and_locked_reads(sc, log, table):
+    """The source's DELETEs of TABLE and its locked re-reads (not the metadata locks), from the general log."""
+    stmts = [s for s in log.statements(f"`{sc.src_db}`.`{table}`") if "general_log" not in s]
+    return ([s for s in stmts if s.split("*/")[-1].lstrip().startswith("DELETE")],
+            [s for s in stmts if s.rstrip().endswith("FOR UPDATE") and not s.rstrip().endswith(METADATA_LOCK)])
+
+
 def app(sc, stmt):
     return gatest.sql("source", stmt, db=sc.src_db)
 
@@ -40,10 +47,7 @@ class SingleTableDeleteTest(unittest.TestCase):
         return paused_write(self, sc, cfg, "after_copy_commit:1", write, env=env)
 
     def deletes_and_locked_reads(self, sc, log):
-        on_p = f"`{sc.src_db}`.`p`"
-        stmts = [s for s in log.statements(on_p) if "general_log" not in s]
-        return ([s for s in stmts if s.split("*/")[-1].lstrip().startswith("DELETE")],
-                [s for s in stmts if s.rstrip().endswith("FOR UPDATE") and not s.rstrip().endswith(METADATA_LOCK)])
+        return deletes_and_locked_reads(sc, log, "p")
 
     def one_pass(self, key, want, prepare=None):
         """Archives the 4 cold rows of p (KEY int or varchar, PREPARE(sc) run before) in one batch; asserts one
@@ -181,10 +185,7 @@ class LeadingRangeTest(unittest.TestCase):
     `where`, the first n in key order), compared row for row with the copy like any other."""
 
     def statements(self, sc, log):
-        on_d = f"`{sc.src_db}`.`d`"
-        stmts = [s for s in log.statements(on_d) if "general_log" not in s]
-        return ([s for s in stmts if s.split("*/")[-1].lstrip().startswith("DELETE")],
-                [s for s in stmts if s.rstrip().endswith("FOR UPDATE") and not s.rstrip().endswith(METADATA_LOCK)])
+        return deletes_and_locked_reads(sc, log, "d")
 
     def test_unbroken_run_of_ids_goes_by_range_in_one_pass(self):
         sc = Scenario(self, "leading_run")
