@@ -34,8 +34,9 @@ void Remover::remove(Batch& batch) const {
   db::Transaction tx(m_ctx.src);
   fault::point("delete_start");
   const bool returning = m_returning.applies(batch);
-  if (returning && delete_returning(batch)) {
-    commit(batch, tx, t0);
+  std::future<void> checked;
+  if (returning && delete_returning(batch, checked)) {
+    commit(batch, tx, t0, &checked);
     return;
   }
   std::vector<bool> matches;
@@ -75,7 +76,8 @@ std::future<unsigned> Remover::record_decision(const Batch& batch) const {
   return std::async(std::launch::async, [this, &batch, &conn] { return m_log.mark_deleting(batch, conn); });
 }
 
-void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const {
+void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0,
+                     std::future<void>* checked) const {
   // restore: the registry shares the archive's server, so the batch ends in this very transaction.
   // With --keep-archive the archived copy stays as a copy of the job (as copy-only's): later restores skip it, and
   // archive replaces it with the current version.
@@ -84,48 +86,63 @@ void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_cloc
     if (m_ctx.keep_archive) m_log.mark_copied(batch);
   }
   fault::point("before_delete_commit");
-  m_ctx.hooks.before_commit();
+  if (checked && checked->valid()) {
+    checked->get();  // the check that ran beside the deletes; throws when a lock set is lost
+  } else {
+    m_ctx.hooks.before_commit();
+  }
   tx.commit();
   if (m_ctx.restores() && batch.id != 0) batch.version = batch.next_version;
   fault::point("after_delete_commit");
   batch.t_delete = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The proof first, then the decision that every root goes (on its own session, beside the deletes), then the
-// deletes that return what they removed. When that is not exactly what was copied, or a table's definition
-// changed, the deletes roll back to the savepoint, whose locks the transaction keeps; the caller then decides
-// root by root, and its decision replaces this one before the commit. A crash in between leaves a decision
-// whose proof never committed: the recovery finds the delete rolled back.
-bool Remover::delete_returning(Batch& batch) const {
+// The proof first, then the decision that every root goes (on its own session, beside the metadata locks and the
+// definitions), then the deletes that return what they removed. When that is not exactly what was copied, or a
+// table's definition changed, the deletes roll back to the savepoint, whose locks the transaction keeps; the
+// caller then decides root by root, and its decision replaces this one before the commit. A crash in between
+// leaves a decision whose proof never committed: the recovery finds the delete rolled back.
+// The rows' locks are held from the first DELETE to the commit, so nothing waits in that window that need not:
+// the first DELETE starts once the decision is recorded (a destination commit, often longer than the DELETEs),
+// and the lock sets' check before the commit (seed 001) runs beside the deletes; the commit takes its verdict
+// (`checked`) and follows the last DELETE at once.
+bool Remover::delete_returning(Batch& batch, std::future<void>& checked) const {
   batch.proof = m_ctx.proof->stamp(batch.id);
-  if (m_ctx.definitions) {
-    // The definitions before any row lock: a locking read of no rows takes each table's metadata lock for writing,
-    // which this transaction holds to its end, so a definition still the run's start's cannot change before the
-    // commit; the application's rows are not held while the definitions are compared (SHOW CREATE TABLE of a
-    // table of many partitions takes milliseconds). FOR UPDATE: the DELETE then needs no stronger lock than it
-    // holds (a plain read's lock, upgraded by the DELETE while an ALTER waits for the table, is a deadlock whose
-    // victim is the DELETE: measured, error 1213).
-    for (const auto& m : m_ctx.tables) {
-      m_ctx.src.query(fmt::format("SELECT 1 FROM {} LIMIT 0 FOR UPDATE", m.source_name));
-    }
-    if (auto changed = m_ctx.definitions->check(m_ctx.src, m_ctx.tables)) {
-      spdlog::debug("batch {}: {}; deciding root by root under locks", batch.no, *changed);
-      return false;
-    }
-  }
-  m_ctx.src.execute("SAVEPOINT goarchive_delete");
   std::future<unsigned> marked = record_decision(batch);
+  auto settle = [&] {
+    if (marked.valid()) batch.version = marked.get();
+  };
   bool done = false;
   std::string why;
   try {
+    if (m_ctx.definitions) {
+      // The definitions before any row lock: a locking read of no rows takes each table's metadata lock for
+      // writing, which this transaction holds to its end, so a definition still the run's start's cannot change
+      // before the commit; the application's rows are not held while the definitions are compared (SHOW CREATE
+      // TABLE of a table of many partitions takes milliseconds). FOR UPDATE: the DELETE then needs no stronger
+      // lock than it holds (a plain read's lock, upgraded by the DELETE while an ALTER waits for the table, is a
+      // deadlock whose victim is the DELETE: measured, error 1213).
+      for (const auto& m : m_ctx.tables) {
+        m_ctx.src.query(fmt::format("SELECT 1 FROM {} LIMIT 0 FOR UPDATE", m.source_name));
+      }
+      if (auto changed = m_ctx.definitions->check(m_ctx.src, m_ctx.tables)) {
+        settle();  // the caller's decision replaces this one
+        spdlog::debug("batch {}: {}; deciding root by root under locks", batch.no, *changed);
+        return false;
+      }
+    }
+    m_ctx.src.execute("SAVEPOINT goarchive_delete");
+    settle();
+    checked = std::async(std::launch::async, [this] { m_ctx.hooks.before_commit(); });
     done = m_returning.run(batch, why);
     fault::point("after_returning_delete");
   } catch (...) {
     if (marked.valid()) marked.wait();
+    if (checked.valid()) checked.wait();
     throw;
   }
-  if (marked.valid()) batch.version = marked.get();
   if (done) return true;
+  checked.get();  // the caller checks again before its own commit; a lock set lost already stops the run here
   spdlog::debug("batch {}: {}; deciding root by root under locks", batch.no, why);
   m_ctx.src.execute("ROLLBACK TO SAVEPOINT goarchive_delete");
   batch.deleted.assign(m_ctx.tables.size(), 0);
