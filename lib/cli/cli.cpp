@@ -109,7 +109,7 @@ struct Flags {
   std::string restore_where;
   std::string format = "text", dry_mode = "archive";
   std::optional<long long> batch_size, delete_batch_size;
-  std::optional<double> sleep, progress_interval;
+  std::optional<double> sleep, lock_time, progress_interval;
   std::optional<long long> max_threads_running, critical_threads_running;
   std::optional<std::string> throttle_query;
   std::optional<std::string> partitions;     // --partitions auto|off
@@ -143,6 +143,9 @@ void add_run_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--batch-size", f.batch_size, "Roots per batch")->check(CLI::Range(1LL, 100000LL));
   sub->add_option("--delete-batch-size", f.delete_batch_size, "Rows per DELETE")->check(CLI::Range(1LL, 100000LL));
   sub->add_option("--sleep", f.sleep, "Seconds between batches")->check(CLI::Range(0.0, 3600.0));
+  sub->add_option("--lock-time", f.lock_time,
+                  "Seconds a batch's delete may hold the application's rows: batches shrink to fit (0 = off)")
+      ->check(CLI::Range(0.0, 60.0));
   sub->add_option("--progress-interval", f.progress_interval,
                   "Seconds between progress lines when stderr is not a terminal")
       ->check(CLI::Range(1.0, 86400.0));
@@ -228,6 +231,7 @@ config::Overrides overrides_of(const Flags& f) {
   o.batch_size = f.batch_size;
   o.delete_batch_size = f.delete_batch_size;
   o.sleep = f.sleep;
+  o.lock_time = f.lock_time;
   o.progress_interval = f.progress_interval;
   o.max_threads_running = f.max_threads_running;
   o.critical_threads_running = f.critical_threads_running;

@@ -62,6 +62,7 @@ struct Processing {
   long long batch_size = 1000;
   long long delete_batch_size = 500;
   double sleep = 0.0;
+  double lock_time = 0.0;  // seconds a batch's delete may hold the application's rows; batches shrink to fit; 0 = off
   std::string sentinel_file;
   double progress_interval = 30;
   double log_retention_days = 7;
@@ -165,6 +166,7 @@ struct Overrides {
   std::optional<long long> batch_size;
   std::optional<long long> delete_batch_size;
   std::optional<double> sleep;
+  std::optional<double> lock_time;
   std::optional<std::string> sentinel_file;
   std::optional<double> progress_interval;
   std::optional<long long> max_threads_running;

@@ -33,6 +33,7 @@ void Loader::read_processing(Reader& r, Processing& p, const std::string& prefix
   if (auto v = r.integer("delete_batch_size", 1, 100000))
     mark("delete_batch_size", std::to_string(p.delete_batch_size = *v));
   if (auto v = r.number("sleep", 0, 3600)) mark("sleep", fmt::format("{}", p.sleep = *v));
+  if (auto v = r.number("lock_time", 0, 60)) mark("lock_time", fmt::format("{}", p.lock_time = *v));
   if (auto v = r.string("sentinel_file")) mark("sentinel_file", p.sentinel_file = *v);
   if (auto v = r.number("progress_interval", 1, 86400))
     mark("progress_interval", fmt::format("{}", p.progress_interval = *v));
@@ -48,6 +49,7 @@ void Loader::record_processing(const Processing& p, const std::string& prefix, O
   put("batch_size", std::to_string(p.batch_size));
   put("delete_batch_size", std::to_string(p.delete_batch_size));
   put("sleep", fmt::format("{}", p.sleep));
+  put("lock_time", fmt::format("{}", p.lock_time));
   put("sentinel_file", p.sentinel_file);
   put("progress_interval", fmt::format("{}", p.progress_interval));
   put("log_retention_days", fmt::format("{}", p.log_retention_days));
@@ -72,6 +74,10 @@ void Loader::apply_processing_env(Processing& p, const std::string& prefix) {
     p.sleep = parse_double_env("GOARCHIVE_SLEEP", *v, 0, 3600);
     set(prefix + "sleep", *v, Origin::environment);
   }
+  if (auto* v = env("GOARCHIVE_LOCK_TIME")) {
+    p.lock_time = parse_double_env("GOARCHIVE_LOCK_TIME", *v, 0, 60);
+    set(prefix + "lock_time", *v, Origin::environment);
+  }
   if (auto* v = env("GOARCHIVE_SENTINEL_FILE")) set(prefix + "sentinel_file", p.sentinel_file = *v, Origin::environment);
   if (auto* v = env("GOARCHIVE_VERIFICATION")) {
     p.verification = parse_method(*v, "environment GOARCHIVE_VERIFICATION");
@@ -84,6 +90,7 @@ void Loader::apply_processing_flags(Processing& p, const std::string& prefix, co
   if (o.delete_batch_size)
     set(prefix + "delete_batch_size", std::to_string(p.delete_batch_size = *o.delete_batch_size), Origin::flag);
   if (o.sleep) set(prefix + "sleep", fmt::format("{}", p.sleep = *o.sleep), Origin::flag);
+  if (o.lock_time) set(prefix + "lock_time", fmt::format("{}", p.lock_time = *o.lock_time), Origin::flag);
   if (o.sentinel_file) set(prefix + "sentinel_file", p.sentinel_file = *o.sentinel_file, Origin::flag);
   if (o.progress_interval) {
     if (!std::isfinite(*o.progress_interval) || *o.progress_interval < 1 || *o.progress_interval > 86400) {
@@ -197,7 +204,7 @@ void Loader::read_job(const std::string& name, const toml::table& t, const std::
 }
 
 void Loader::record_inherited(const std::string& job_prefix) {
-  static const char* keys[] = {"batch_size", "delete_batch_size", "sleep", "sentinel_file", "progress_interval",
+  static const char* keys[] = {"batch_size", "delete_batch_size", "sleep", "lock_time", "sentinel_file", "progress_interval",
                                "log_retention_days", "verification", "analyze"};
   for (const char* k : keys) {
     if (m_cfg.settings.count(job_prefix + k)) continue;

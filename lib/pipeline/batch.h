@@ -3,6 +3,7 @@
 // the registry stores them) and, per table of the tree, the rows read for those roots, each row with the root
 // that owns it. The parts of the pipeline fill it in order: the reader (rows), the writer (statements, copied
 // and verified counts), the remover (each root's fate, deleted counts), the batch log (registry id, version).
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -77,6 +78,9 @@ struct Batch {
   std::vector<std::string> blocked;                 // why each blocked root stays, one line per root
   std::vector<unsigned long long> copied, verified, deleted;  // per table
   double t_read = 0, t_delete = 0;
+  // The source delete's lock window: from its first statement that locks the application's rows to its commit.
+  std::chrono::steady_clock::time_point locked_since{};
+  double t_locked = 0;
 
   size_t count(RootFate f) const;
   bool stays(size_t root) const { return root < fate.size() && fate[root] != RootFate::moved; }

@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "db/connection.h"
+#include "pipeline/batch_sizer.h"
 #include "pipeline/key_index.h"
 #include "pipeline/stats.h"
 #include "pipeline/table_meta.h"
@@ -67,6 +68,8 @@ struct Context {
   // The source tables' definitions at the run's start, checked by every delete transaction (definitions.h);
   // null: not checked (copy-only, dry-run).
   DefinitionGuard* definitions = nullptr;
+  // The roots the next batch reads, under `lock_time` (batch_sizer.h); owned by the Engine, null in dry-run's SQL.
+  BatchSizer* sizer = nullptr;
   // Some relation has no foreign key in the database: the delete's locked reads take gap locks.
   bool gap_locks = false;
   // Hashes of roots no batch may take (open conflicts). Written on the main thread, read by the source worker.
@@ -104,6 +107,11 @@ struct Context {
   bool copies() const { return mode != Mode::purge; }
   bool sha256() const { return job.processing.verification == config::VerifyMethod::sha256; }
   const TableMeta& root() const { return tables[0]; }
+  // The roots the next batch reads: batch_size, or fewer under lock_time.
+  size_t batch_roots() const {
+    const auto n = static_cast<size_t>(job.processing.batch_size);
+    return sizer ? sizer->roots(n) : n;
+  }
   db::Connection& read_conn() const { return reads ? *reads : src; }
   // The session on the archive server, where the registry lives: `dst`, or `src` when the ends are swapped.
   db::Connection& reg() const { return mode == Mode::restore ? src : dst; }

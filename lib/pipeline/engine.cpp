@@ -10,7 +10,7 @@ Context make_context(Mode mode, const config::Job& job, std::vector<TableMeta> t
   plan::Tree tree(job);
   Context ctx{mode, job, std::move(tables), tree.copy_order(), tree.delete_order(), source, destination, registry,
               job_id, run_id, std::move(scope), std::move(hooks), Stats{},
-              nullptr, nullptr, nullptr, nullptr, false, {}};
+              nullptr, nullptr, nullptr, nullptr, nullptr, false, {}};
   for (const auto& t : ctx.tables) {
     ctx.stats.tables.push_back(TableStats{t.node.table, 0, 0, 0, 0});
     for (const auto& e : t.edges) ctx.gap_locks = ctx.gap_locks || e.config_only;
@@ -25,12 +25,13 @@ Engine::Engine(Mode mode, const config::Job& job, std::vector<TableMeta> tables,
                unsigned long long run_id, std::string scope, Hooks hooks)
     : m_ctx(make_context(mode, job, std::move(tables), source, destination, registry, job_id, run_id,
                          std::move(scope), std::move(hooks))),
-      m_proof(m_ctx), m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_log(m_ctx), m_remover(m_ctx, m_tree, m_log),
+      m_sizer(job.processing.lock_time), m_proof(m_ctx), m_tree(m_ctx), m_reader(m_ctx, m_tree), m_writer(m_ctx, m_tree), m_log(m_ctx), m_remover(m_ctx, m_tree, m_log),
       m_stages(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log), m_recovery(m_ctx, m_log, m_stages),
       m_sweep(m_ctx, m_tree, m_writer),
       m_loop(m_ctx, m_reader, m_stages), m_restore(m_ctx, m_tree, m_reader, m_writer, m_remover, m_log),
       m_partitions(m_ctx) {
   m_ctx.proof = &m_proof;
+  m_ctx.sizer = &m_sizer;
   // Unknown (the query failed) counts as off: every batch then takes the locked re-read.
   try {
     m_ctx.source_fk_checks = source.scalar("SELECT @@foreign_key_checks").value_or("0") == "1";

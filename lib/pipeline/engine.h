@@ -60,6 +60,7 @@ public:
 
 private:
   Context m_ctx;
+  BatchSizer m_sizer;
   CommitProof m_proof;
   std::string m_proof_db;
   TreeReader m_tree;

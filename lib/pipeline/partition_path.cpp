@@ -356,7 +356,7 @@ bool PartitionPath::copy(tracking::PartitionStep& step) {
   tables[0].outside.clear();
   Context side_ctx{Mode::archive, job, std::move(tables), {0}, {0}, m_ctx.src, m_ctx.dst, m_ctx.registry,
                    m_ctx.job_id, m_ctx.run_id, m_ctx.scope, m_ctx.hooks, Stats{}, nullptr, nullptr, nullptr, nullptr,
-                   false, {}};
+                   nullptr, false, {}};
   side_ctx.stats.tables.push_back(TableStats{m_table, 0, 0, 0, 0});
   TreeReader tree(side_ctx);
   DestinationWriter writer(side_ctx, tree);

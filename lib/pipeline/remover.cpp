@@ -21,6 +21,8 @@ namespace goarchive::pipeline {
 void Remover::remove(Batch& batch) const {
   auto t0 = std::chrono::steady_clock::now();
   batch.deleted.assign(m_ctx.tables.size(), 0);
+  batch.locked_since = {};
+  batch.t_locked = 0;
   if (batch.fate.size() != batch.roots.size()) batch.fate.assign(batch.roots.size(), RootFate::moved);
   Batch now;
   now.no = batch.no;
@@ -40,6 +42,7 @@ void Remover::remove(Batch& batch) const {
     return;
   }
   std::vector<bool> matches;
+  if (batch.locked_since == std::chrono::steady_clock::time_point{}) batch.locked_since = std::chrono::steady_clock::now();
   m_tree.read_roots(m_ctx.src, Side::source, now, Read::locked, &matches);
   m_tree.read_children(m_ctx.src, Side::source, now, Read::locked);
   fault::point("after_locked_read");
@@ -70,6 +73,18 @@ void Remover::remove(Batch& batch) const {
   commit(batch, tx, t0);
 }
 
+// Here, as the delete commits, rather than when the batch's end is written: the batch after this one is read
+// already, and the one after that is read beside this delete's successor.
+void Remover::size_next(const Batch& batch) const {
+  if (!m_ctx.sizer || !m_ctx.sizer->sizing()) return;
+  if (size_t n = m_ctx.sizer->observe(batch.roots.size(), batch.t_locked)) {
+    spdlog::info("lock_time {:g} ms: batch {}'s delete held its rows {:.1f} ms for {} root(s); the next batches "
+                 "take {} root(s){}",
+                 m_ctx.job.processing.lock_time * 1000, batch.no, batch.t_locked * 1000, batch.roots.size(), n,
+                 n == m_ctx.sizer->fewest() ? " (the fewest it takes)" : "");
+  }
+}
+
 std::future<unsigned> Remover::record_decision(const Batch& batch) const {
   if (!m_log.marks_deleting(batch)) return {};
   db::Connection& conn = m_ctx.marks ? *m_ctx.marks : m_ctx.dst;
@@ -92,9 +107,14 @@ void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_cloc
     m_ctx.hooks.before_commit();
   }
   tx.commit();
+  const auto committed = std::chrono::steady_clock::now();
+  if (batch.locked_since != std::chrono::steady_clock::time_point{}) {
+    batch.t_locked = std::chrono::duration<double>(committed - batch.locked_since).count();
+    size_next(batch);
+  }
   if (m_ctx.restores() && batch.id != 0) batch.version = batch.next_version;
   fault::point("after_delete_commit");
-  batch.t_delete = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  batch.t_delete = std::chrono::duration<double>(committed - t0).count();
 }
 
 // The proof first, then the decision that every root goes (on its own session, beside the metadata locks and the
@@ -134,6 +154,7 @@ bool Remover::delete_returning(Batch& batch, std::future<void>& checked) const {
     m_ctx.src.execute("SAVEPOINT goarchive_delete");
     settle();
     checked = std::async(std::launch::async, [this] { m_ctx.hooks.before_commit(); });
+    batch.locked_since = std::chrono::steady_clock::now();
     done = m_returning.run(batch, why);
     fault::point("after_returning_delete");
   } catch (...) {

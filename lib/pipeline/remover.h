@@ -37,6 +37,8 @@ private:
   // Records the batch's decision (archive: its move to deleting) on ctx.marks, on a thread of its own; an empty
   // future where the mode records none. The batch must not change until the future is ready.
   std::future<unsigned> record_decision(const Batch& batch) const;
+  // Sizes the batches after this one from its lock window, under lock_time (batch_sizer.h); logs a move.
+  void size_next(const Batch& batch) const;
   // The source commit of a batch, between its fault points, after the lock sets' check: `checked` when one ran
   // beside the deletes (its verdict is taken), else one now.
   void commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0,

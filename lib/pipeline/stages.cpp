@@ -1,5 +1,6 @@
 #include "pipeline/stages.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -234,6 +235,7 @@ void Stages::account(Batch& batch) {
   size_t withdrawn = batch.count(RootFate::withdrawn);
   for (size_t t = 0; t < batch.deleted.size(); ++t) m_ctx.stats.tables[t].deleted += batch.deleted[t];
   m_ctx.stats.t_delete += batch.t_delete;
+  size_locks(batch);
   if (changed) {
     m_ctx.stats.roots_changed += changed;
     spdlog::warn("batch {}: {} root(s) changed in the source after they were copied and were left in the source "
@@ -269,6 +271,15 @@ void Stages::account(Batch& batch) {
   m_ctx.stats.roots += batch.roots.size();
   m_ctx.hooks.progress(m_ctx.stats, "batch done");
   fault::point("after_batch");
+}
+
+// The batch's lock window counts toward the run's (the remover sized the batches after it already).
+void Stages::size_locks(const Batch& batch) {
+  if (batch.t_locked <= 0) return;
+  Stats& s = m_ctx.stats;
+  s.t_locked += batch.t_locked;
+  s.t_locked_max = std::max(s.t_locked_max, batch.t_locked);
+  ++s.locked_batches;
 }
 
 void Stages::read_archived_copy(Batch& batch) const {

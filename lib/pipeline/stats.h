@@ -41,6 +41,9 @@ struct Stats {
   unsigned long long partition_rows_estimate = 0;
   double t_select = 0, t_copy = 0, t_verify = 0, t_delete = 0, t_held = 0, t_ddl = 0;
   double t_wait_source = 0;  // the main thread waiting for the source side (pipelined loop)
+  // The source deletes' lock windows (batch.h t_locked): their sum, the longest, and how many.
+  double t_locked = 0, t_locked_max = 0;
+  unsigned long long locked_batches = 0;
 
   // Counts a root in conflict, named by its key, once however often the run meets it; the first 20 are named.
   void add_conflict(const std::string& name) {

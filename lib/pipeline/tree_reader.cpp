@@ -29,7 +29,7 @@ std::string TreeReader::keyset_query(const std::vector<std::string>* after, cons
   // all remaining cold rows (pt-archiver forces the index for the same reason).
   bool on_primary = root.key_cols == root.source.primary_key;
   return fmt::format("SELECT {} FROM {}{} WHERE {} ORDER BY {} LIMIT {}", columns, root.source_name,
-                     on_primary ? " FORCE INDEX (PRIMARY)" : "", cond, order, m_ctx.job.processing.batch_size);
+                     on_primary ? " FORCE INDEX (PRIMARY)" : "", cond, order, m_ctx.batch_roots());
 }
 
 void TreeReader::read_roots(db::Connection& conn, Side side, Batch& batch, Read read,

@@ -19,7 +19,8 @@ class TreeReader {
 public:
   explicit TreeReader(const Context& ctx) : m_ctx(ctx) {}
 
-  // `SELECT <columns> ... WHERE (<where>) AND key > <after> ORDER BY key LIMIT batch_size`: the next roots.
+  // `SELECT <columns> ... WHERE (<where>) AND key > <after> ORDER BY key LIMIT n`: the next roots, n as
+  // Context::batch_roots says.
   std::string keyset_query(const std::vector<std::string>* after, const std::string& columns) const;
   // `SELECT EXISTS (SELECT 1 ... WHERE (<where>))`, with no index hint: whether any root matches, which the
   // optimizer answers by the `where` column's index where there is one (the keyset walk by the primary key reads

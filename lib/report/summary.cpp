@@ -105,6 +105,11 @@ std::string statistics_text(const RunInfo& info, const pipeline::Stats& s) {
   }
   out += fmt::format("  {:<24} {:>12.3f} {:>7.1f}% {:>12}\n", "wall", info.seconds, info.seconds > 0 ? 100.0 : 0.0,
                      "");
+  if (s.locked_batches > 0) {
+    out += fmt::format("  rows held locked by a delete: mean {:.1f} ms, max {:.1f} ms ({} transactions)\n",
+                       1000 * s.t_locked / static_cast<double>(s.locked_batches), 1000 * s.t_locked_max,
+                       s.locked_batches);
+  }
   return out;
 }
 
@@ -160,6 +165,11 @@ std::string summary_json(const RunInfo& info, const pipeline::Stats& s) {
   t.set("throttled", Json(info.t_throttled));
   t.set("waiting_for_source", Json(s.t_wait_source));
   j.set("phase_seconds", t);
+  Json locks = Json::object();
+  locks.set("transactions", Json(s.locked_batches));
+  locks.set("mean_ms", Json(s.locked_batches ? 1000 * s.t_locked / static_cast<double>(s.locked_batches) : 0.0));
+  locks.set("max_ms", Json(1000 * s.t_locked_max));
+  j.set("row_locks", locks);
   return j.dump();
 }
 

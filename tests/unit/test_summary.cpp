@@ -142,3 +142,15 @@ TEST_CASE("summary: blocked roots are in the text, the JSON and the metrics") {
   CHECK(metrics_text(info(), s, 1700000000, true).find("goarchive_last_run_roots_blocked{job=\"j\"} 2") !=
         std::string::npos);
 }
+
+TEST_CASE("statistics: the deletes' lock windows, mean and max, in the text and the JSON") {
+  auto s = stats();
+  CHECK(statistics_text(info(), s).find("rows held locked") == std::string::npos);  // nothing deleted: no line
+  s.locked_batches = 4;
+  s.t_locked = 0.030;
+  s.t_locked_max = 0.0125;
+  CHECK(statistics_text(info(), s).find("  rows held locked by a delete: mean 7.5 ms, max 12.5 ms (4 transactions)\n") !=
+        std::string::npos);
+  CHECK(summary_json(info(), s).find(R"("row_locks":{"transactions":4,"mean_ms":7.5,"max_ms":12.5})") !=
+        std::string::npos);
+}
