@@ -36,9 +36,8 @@ void Remover::remove(Batch& batch) const {
   db::Transaction tx(m_ctx.src);
   fault::point("delete_start");
   const bool returning = m_returning.applies(batch);
-  std::future<void> checked;
-  if (returning && delete_returning(batch, checked)) {
-    commit(batch, tx, t0, &checked);
+  if (returning && delete_returning(batch)) {
+    commit(batch, tx, t0);
     return;
   }
   std::vector<bool> matches;
@@ -91,8 +90,7 @@ std::future<unsigned> Remover::record_decision(const Batch& batch) const {
   return std::async(std::launch::async, [this, &batch, &conn] { return m_log.mark_deleting(batch, conn); });
 }
 
-void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0,
-                     std::future<void>* checked) const {
+void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const {
   // restore: the registry shares the archive's server, so the batch ends in this very transaction.
   // With --keep-archive the archived copy stays as a copy of the job (as copy-only's): later restores skip it, and
   // archive replaces it with the current version.
@@ -101,11 +99,9 @@ void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_cloc
     if (m_ctx.keep_archive) m_log.mark_copied(batch);
   }
   fault::point("before_delete_commit");
-  if (checked && checked->valid()) {
-    checked->get();  // the check that ran beside the deletes; throws when a lock set is lost
-  } else {
-    m_ctx.hooks.before_commit();
-  }
+  // Right before the commit, never beside the DELETEs: a DELETE may wait for an application's row lock for as
+  // long as innodb_lock_wait_timeout, and a lock set lost meanwhile must stop this commit (tests/faults c2).
+  m_ctx.hooks.before_commit();
   tx.commit();
   const auto committed = std::chrono::steady_clock::now();
   if (batch.locked_since != std::chrono::steady_clock::time_point{}) {
@@ -122,11 +118,10 @@ void Remover::commit(Batch& batch, db::Transaction& tx, std::chrono::steady_cloc
 // table's definition changed, the deletes roll back to the savepoint, whose locks the transaction keeps; the
 // caller then decides root by root, and its decision replaces this one before the commit. A crash in between
 // leaves a decision whose proof never committed: the recovery finds the delete rolled back.
-// The rows' locks are held from the first DELETE to the commit, so nothing waits in that window that need not:
-// the first DELETE starts once the decision is recorded (a destination commit, often longer than the DELETEs),
-// and the lock sets' check before the commit (seed 001) runs beside the deletes; the commit takes its verdict
-// (`checked`) and follows the last DELETE at once.
-bool Remover::delete_returning(Batch& batch, std::future<void>& checked) const {
+// The rows' locks are held from the first DELETE to the commit, so that the decision (a destination commit, often
+// longer than the DELETEs) is not waited for in that window: the first DELETE starts once it is recorded. Only
+// the lock sets' check (seed 001) stands between the last DELETE and the commit.
+bool Remover::delete_returning(Batch& batch) const {
   batch.proof = m_ctx.proof->stamp(batch.id);
   std::future<unsigned> marked = record_decision(batch);
   auto settle = [&] {
@@ -153,17 +148,14 @@ bool Remover::delete_returning(Batch& batch, std::future<void>& checked) const {
     }
     m_ctx.src.execute("SAVEPOINT goarchive_delete");
     settle();
-    checked = std::async(std::launch::async, [this] { m_ctx.hooks.before_commit(); });
     batch.locked_since = std::chrono::steady_clock::now();
     done = m_returning.run(batch, why);
     fault::point("after_returning_delete");
   } catch (...) {
     if (marked.valid()) marked.wait();
-    if (checked.valid()) checked.wait();
     throw;
   }
   if (done) return true;
-  checked.get();  // the caller checks again before its own commit; a lock set lost already stops the run here
   spdlog::debug("batch {}: {}; deciding root by root under locks", batch.no, why);
   m_ctx.src.execute("ROLLBACK TO SAVEPOINT goarchive_delete");
   batch.deleted.assign(m_ctx.tables.size(), 0);

@@ -29,20 +29,17 @@ public:
 
 private:
   // A batch in one pass (returning_delete.h: one table, or a tree its foreign keys guard), in `tx` after its
-  // savepoint: true when it deleted exactly the copied rows, with the decision recorded and `checked` the lock
-  // sets' check that ran beside the deletes, for the commit to take; false when it rolled back to the savepoint,
-  // or found a table's definition changed (checked first, before any row lock: nothing deleted), the proof
-  // stamped and the decision recorded that the caller's replaces.
-  bool delete_returning(Batch& batch, std::future<void>& checked) const;
+  // savepoint: true when it deleted exactly the copied rows, with the decision recorded; false when it rolled back
+  // to the savepoint, or found a table's definition changed (checked first, before any row lock: nothing
+  // deleted), the proof stamped and the decision recorded that the caller's replaces.
+  bool delete_returning(Batch& batch) const;
   // Records the batch's decision (archive: its move to deleting) on ctx.marks, on a thread of its own; an empty
   // future where the mode records none. The batch must not change until the future is ready.
   std::future<unsigned> record_decision(const Batch& batch) const;
   // Sizes the batches after this one from its lock window, under lock_time (batch_sizer.h); logs a move.
   void size_next(const Batch& batch) const;
-  // The source commit of a batch, between its fault points, after the lock sets' check: `checked` when one ran
-  // beside the deletes (its verdict is taken), else one now.
-  void commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0,
-              std::future<void>* checked = nullptr) const;
+  // The source commit of a batch, between its fault points, right after the lock sets' check.
+  void commit(Batch& batch, db::Transaction& tx, std::chrono::steady_clock::time_point t0) const;
   // False when a table of the job changed its definition since the run started: then every root stays (an
   // unproven batch throws instead, rolling back). Source connection only.
   bool definitions_unchanged(Batch& batch) const;
