@@ -235,7 +235,7 @@ void Stages::account(Batch& batch) {
   size_t withdrawn = batch.count(RootFate::withdrawn);
   for (size_t t = 0; t < batch.deleted.size(); ++t) m_ctx.stats.tables[t].deleted += batch.deleted[t];
   m_ctx.stats.t_delete += batch.t_delete;
-  size_locks(batch);
+  count_locks(batch);
   if (changed) {
     m_ctx.stats.roots_changed += changed;
     spdlog::warn("batch {}: {} root(s) changed in the source after they were copied and were left in the source "
@@ -274,7 +274,7 @@ void Stages::account(Batch& batch) {
 }
 
 // The batch's lock window counts toward the run's (the remover sized the batches after it already).
-void Stages::size_locks(const Batch& batch) {
+void Stages::count_locks(const Batch& batch) {
   if (batch.t_locked <= 0) return;
   Stats& s = m_ctx.stats;
   s.t_locked += batch.t_locked;

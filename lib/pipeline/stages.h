@@ -60,7 +60,7 @@ private:
   // Counts a batch whose end is committed.
   void account(Batch& batch);
   // The batch's source lock window, into the run's counters.
-  void size_locks(const Batch& batch);
+  void count_locks(const Batch& batch);
   // Reads what the destination holds for the batch's roots into the batch, as what was copied.
   void read_archived_copy(Batch& batch) const;
 

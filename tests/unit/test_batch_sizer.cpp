@@ -10,6 +10,17 @@ namespace {
 // A delete transaction's lock window, seconds: a fixed part (the commit) and a part per root.
 double window(size_t roots, double fixed, double per_root) { return fixed + per_root * static_cast<double>(roots); }
 
+// Runs `batches` batches of batch_size 1000 through S, each holding its rows window(n, fixed, per_root); returns the
+// size the next batch would take.
+size_t settle(BatchSizer& s, int batches, double fixed, double per_root) {
+  size_t n = s.roots(1000);
+  for (int i = 0; i < batches; ++i) {
+    s.observe(n, window(n, fixed, per_root));
+    n = s.roots(1000);
+  }
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("BatchSizer: lock_time 0 keeps batch_size and sizes nothing") {
@@ -23,11 +34,7 @@ TEST_CASE("BatchSizer: lock_time 0 keeps batch_size and sizes nothing") {
 TEST_CASE("BatchSizer: converges to the size whose window is lock_time") {
   BatchSizer s(0.005);
   // 3 ms of commit and 7 us a root: 1,000 roots hold their rows 10 ms; 286 roots fit in 5 ms.
-  size_t n = s.roots(1000);
-  for (int i = 0; i < 30; ++i) {
-    s.observe(n, window(n, 0.003, 0.000007));
-    n = s.roots(1000);
-  }
+  const size_t n = settle(s, 30, 0.003, 0.000007);
   CHECK(n >= 272);
   CHECK(n <= 300);
   CHECK(window(n, 0.003, 0.000007) == doctest::Approx(0.005).epsilon(0.05));
@@ -47,12 +54,7 @@ TEST_CASE("BatchSizer: one step moves halfway (geometric), and reports a move of
 
 TEST_CASE("BatchSizer: a target below the fixed part stops at k_min_roots, never at zero") {
   BatchSizer s(0.001);
-  size_t n = s.roots(1000);
-  for (int i = 0; i < 40; ++i) {
-    s.observe(n, window(n, 0.003, 0.000007));
-    n = s.roots(1000);
-  }
-  CHECK(n == BatchSizer::k_min_roots);
+  CHECK(settle(s, 40, 0.003, 0.000007) == BatchSizer::k_min_roots);
   CHECK(s.fewest() == BatchSizer::k_min_roots);
   // A batch_size under the minimum is kept as it is.
   BatchSizer small(0.001);
@@ -66,13 +68,8 @@ TEST_CASE("BatchSizer: short windows grow the batches back to batch_size, and no
   BatchSizer s(0.005);
   REQUIRE(s.roots(1000) == 1000);
   s.observe(1000, 0.040);
-  size_t n = s.roots(1000);
-  CHECK(n < 400);
-  for (int i = 0; i < 30; ++i) {
-    s.observe(n, window(n, 0.0005, 0.000001));
-    n = s.roots(1000);
-  }
-  CHECK(n == 1000);
+  CHECK(s.roots(1000) < 400);
+  CHECK(settle(s, 30, 0.0005, 0.000001) == 1000);
 }
 
 TEST_CASE("BatchSizer: a short batch (the last of a run) does not size the next; batch_size lowered by ctl wins") {
