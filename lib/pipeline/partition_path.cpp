@@ -69,6 +69,12 @@ bool PartitionPath::table_exists(const std::string& table) const {
       .value_or("0") != "0";
 }
 
+void PartitionPath::warn_in_the_way(const std::string& partition, const std::string& side_table) const {
+  spdlog::warn("partition {}: a table {}.{} is in the way of its side table; its rows stay for a later run "
+               "(rename or drop that table)",
+               partition, m_database, side_table);
+}
+
 bool PartitionPath::has_partition(const std::string& partition) const {
   return m_ctx.src
       .scalar(fmt::format("SELECT COUNT(*) FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = {} AND "
@@ -101,9 +107,7 @@ bool PartitionPath::run() {
     const std::string side_name = side_table_name(m_ctx.job_id, c.name);
     if (table_exists(side_name)) {
       m_left.push_back(c);
-      spdlog::warn("partition {}: a table {}.{} is in the way of its side table; its rows stay for a later run "
-                   "(rename or drop that table)",
-                   c.name, m_database, side_name);
+      warn_in_the_way(c.name, side_name);
       continue;
     }
     whole.push_back(c);
@@ -163,9 +167,7 @@ std::string PartitionPath::purge_step(tracking::PartitionStep& step, bool fresh)
     } catch (const db::DbError& e) {
       if (e.code() != k_ER_TABLE_EXISTS) throw;
       // Someone made a table of the side table's name since the plan: CONVERT is atomic, so nothing moved.
-      spdlog::warn("partition {}: a table {}.{} is in the way of its side table; its rows stay for a later run "
-                   "(rename or drop that table)",
-                   step.partition, m_database, step.side_table);
+      warn_in_the_way(step.partition, step.side_table);
       ++m_ctx.stats.partitions_left;
       return "left";
     }

@@ -71,6 +71,8 @@ private:
   // table, in one source transaction; returns how many.
   unsigned long long move_back(const tracking::PartitionStep& step, const std::string& cond);
   bool table_exists(const std::string& table) const;
+  // Warns that a table of the side table's name keeps `partition` whole for a later run.
+  void warn_in_the_way(const std::string& partition, const std::string& side_table) const;
   bool has_partition(const std::string& partition) const;  // the root table still has it
   unsigned long long rows_estimate(const std::string& table) const;  // the server's TABLE_ROWS of a source table
   std::string side(const tracking::PartitionStep& step) const;

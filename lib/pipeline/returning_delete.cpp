@@ -27,7 +27,7 @@ bool still_referenced(const db::DbError& e) { return e.code() == 1217 || e.code(
 }  // namespace
 
 bool ReturningDelete::applies() const {
-  return m_ctx.mode == Mode::archive && m_ctx.src.dialect().delete_returning() &&
+  return (m_ctx.mode == Mode::archive || m_ctx.mode == Mode::purge) && m_ctx.src.dialect().delete_returning() &&
          !m_refused.load() && !m_scans.load() && !Holds(m_ctx).any() &&
          (!slow_key_lists() || m_ctx.root().key_integer.front()) && (m_ctx.tables.size() == 1 || guarded_tree());
 }

@@ -1,12 +1,13 @@
 #pragma once
 // The source delete of a batch in one pass (MariaDB's DELETE ... RETURNING), without the locked re-read: each
 // statement deletes rows of the batch by integer run or exact key (the roots where they still match `where`) and
-// returns every row it deleted. The batch may go only if those are exactly the rows copied, row for row and byte
-// for byte; anything else (a row changed, gone, moved or added, a root no longer matching) and the caller rolls
-// back to its savepoint and decides root by root under locks (Remover). A tree goes this way only when the
-// database itself refuses to delete a parent row that a row of the job's tables still references: then a child
-// added under a root (which no key of the copy names) makes the parent's delete fail instead of orphaning it. It
-// runs in the caller's transaction and never commits, rolls back or writes the destination.
+// returns every row it deleted. The batch may go only if those are exactly the rows copied (purge: the rows its
+// plain read found), row for row and byte for byte; anything else (a row changed, gone, moved or added, a root no
+// longer matching) and the caller rolls back to its savepoint and decides root by root under locks (Remover). A
+// tree goes this way only when the database itself refuses to delete a parent row that a row of the job's tables
+// still references: then a child added under a root (which no key of the copy names) makes the parent's delete
+// fail instead of orphaning it. It runs in the caller's transaction and never commits, rolls back or writes the
+// destination.
 #include <atomic>
 #include <optional>
 #include <string>
@@ -22,7 +23,7 @@ class ReturningDelete {
 public:
   explicit ReturningDelete(const Context& ctx) : m_ctx(ctx) {}
 
-  // Whether the job's batches may try this path: archive on a MariaDB source, nothing holds its roots (holds.h),
+  // Whether the job's batches may try this path: archive or purge on a MariaDB source, nothing holds its roots (holds.h),
   // the server has not refused the statement before, and the job is one table or a tree the source's foreign
   // keys guard (guarded_tree).
   bool applies() const;

@@ -89,9 +89,10 @@ std::vector<std::string> Engine::sample_sql() const {
                                                sql::ident_list(root.key_cols))
                                  : fmt::format("{} AND ({})", key_list(root.key_cols), m_ctx.job.where);
       out.push_back(fmt::format("-- delete the roots in one pass, returning what it deleted; unless every statement "
-                                "returned exactly what was copied,\n-- back to a savepoint before it and the locked "
+                                "returned exactly what was {},\n-- back to a savepoint before it and the locked "
                                 "re-read below\nDELETE FROM {} WHERE {} RETURNING {}",
-                                root.source_name, by, root.select_list));
+                                m_ctx.mode == Mode::purge ? "read" : "copied", root.source_name, by,
+                                root.select_list));
     }
     out.push_back(fmt::format("-- lock and re-read the roots before the delete\nSELECT {} FROM {} WHERE {} FOR UPDATE",
                               root.select_list, root.source_name, key_list(root.key_cols)));

@@ -168,6 +168,57 @@ class SingleTableDeleteTest(unittest.TestCase):
                 self.assertEqual(sc.unfinished(), 0)
 
 
+class PurgeOnePassTest(unittest.TestCase):
+    """purge takes the same one pass: the batch's rows go in one DELETE .. RETURNING when they are exactly the rows
+    its plain read found (issue 34: a log table's purge without the locked re-read); anything else rolls back to
+    the savepoint and the locked re-read deletes the roots that still match `where`, whatever else changed."""
+
+    def assert_purged(self, sc, before, gone, written):
+        """The keys GONE are in neither server; every other row of BEFORE is in the source alone, with the stored
+        bytes it had (each server's own checksums) unless the test WRITTEN it."""
+        src = gatest.stored_checksums("source", sc.src_db, "p")
+        self.assertEqual(sc.count("destination", "p"), 0, "purge wrote the archive")
+        for key, sha in before.stored["p"].items():
+            if int(bytes.fromhex(key).decode()) in gone:  # the hex of the id as text
+                self.assertNotIn(key, src, f"p row {key} was not purged")
+            else:
+                self.assertIn(key, src, f"p row {key} was purged")
+                if int(bytes.fromhex(key).decode()) not in written:
+                    self.assertEqual(src[key], sha, f"p row {key}: its stored bytes changed")
+        self.assertEqual(sc.unfinished(), 0)
+
+    def purge_with(self, write, gone, locked_reads, written=()):
+        """purge of p (ids 1..8, the odd ones matching `where`) with WRITE run after the batch's claim; asserts the
+        rows GONE, one DELETE .. RETURNING, LOCKED_READS locked re-reads; returns the run's Result."""
+        sc = Scenario(self, "purge_onepass")
+        table(sc)
+        before = sc.snapshot(["p"])
+        log = GeneralLog(self, "source")
+        cfg = sc.config({"j": JOB}, processing={"batch_size": 10})
+        if write:
+            r = paused_write(self, sc, cfg, "after_copy_commit:1", lambda: app(sc, write), command="purge")
+        else:
+            r = sc.job("purge", cfg)
+        self.assertEqual(r.rc, 0, r)
+        deletes, locked = deletes_and_locked_reads(sc, log, "p")
+        returning = [s for s in deletes if " RETURNING " in s]
+        self.assertEqual(len(returning), 1, deletes)
+        self.assertIn("WHERE (`id` IN (1,3,5,7)) AND (old = 1) RETURNING `id`, `old`, `v`", returning[0])
+        self.assertEqual(len(locked), locked_reads, locked)
+        self.assert_purged(sc, before, gone, written)
+        return r
+
+    def test_unchanged_batch_is_purged_in_one_pass(self):
+        self.purge_with(None, {1, 3, 5, 7}, 0)
+
+    def test_root_changed_after_the_read_still_goes_when_it_still_matches(self):
+        self.purge_with("UPDATE p SET v = 'NEW' WHERE id = 3", {1, 3, 5, 7}, 1)
+
+    def test_root_that_no_longer_matches_stays(self):
+        r = self.purge_with("UPDATE p SET old = 0 WHERE id = 5", {1, 3, 7}, 1, written={5})
+        self.assertIn("p (id) = (5) no longer matches `where`", r.out + r.err)
+
+
 def dated(sc):
     """d: the events shape of issue 34, key (id, DATE) with an index on the DATE; ids 1..8, one day apart, the
     first four before 2020-01-05 (the job's `where`)."""
