@@ -13,7 +13,8 @@ text, and each is EXPLAINed on the stale tables:
   * every row of the plan on one of the job's tables is range/ref/eq_ref/const on PRIMARY or the foreign key's
     index (never ALL, never `index`, a scan of the whole index);
   * the statement kinds the issue names were all seen: the verification read-back, the locked re-read, the
-    key-list DELETE, the removal of archived copies, recovery's reads and the copy sweep's.
+    key-list DELETE, the removal of archived copies, recovery's reads and the copy sweep's; and the locked count
+    of the rows of a table outside the job (ev_ref) that reference the batch's roots, which keep those roots.
 MariaDB's single-table DELETE .. RETURNING takes no index hint and has no join form: the run EXPLAINs each
 table's first one and, where it would scan a table of 10,000 rows or more (counted), sends none and deletes
 through the join after the locked re-read; any it does send is checked like the rest.
@@ -37,6 +38,9 @@ SCHEMA = [
     f"note VARCHAR(20) NOT NULL, KEY fk_ev (ev_id, ev_created), "
     f"FOREIGN KEY (ev_id, ev_created) REFERENCES ev (id, created)) {STALE}",
     # A one-column key with gaps (every third id): its batches go by key list in one DELETE .. RETURNING.
+    # A table outside the job whose rows reference ev: the roots they reference stay (holds), read by its index.
+    f"CREATE TABLE ev_ref (id INT NOT NULL PRIMARY KEY, ev_id INT NOT NULL, ev_created DATE NOT NULL, "
+    f"KEY fk_ev (ev_id, ev_created), FOREIGN KEY (ev_id, ev_created) REFERENCES ev (id, created)) {STALE}",
     f"CREATE TABLE lg (id INT NOT NULL PRIMARY KEY, at DATETIME NOT NULL, msg VARCHAR(40) NOT NULL, KEY by_at (at)) "
     f"{STALE}",
     # The events table of issue 34: key (id, DATE), an index on the DATE, no child. Its batches go by ranges of
@@ -44,7 +48,7 @@ SCHEMA = [
     f"CREATE TABLE ev_day (id INT NOT NULL, created DATE NOT NULL, payload VARCHAR(40) NOT NULL, "
     f"PRIMARY KEY (id, created), KEY by_created (created)) {STALE}",
 ]
-TABLES = ["ev", "ev_note", "lg", "ev_day"]
+TABLES = ["ev", "ev_note", "ev_ref", "lg", "ev_day"]
 INDEX_TYPES = {"range", "ref", "eq_ref", "const", "system", "unique_subquery", "index_subquery"}
 ROWS = 60000  # both tables above 10,000 rows: a scan of a smaller table may be the right plan
 
@@ -55,6 +59,8 @@ def fill(sc, server, first, last):
         f"FROM seq_{first}_to_{last}")
     run(f"INSERT INTO ev_note SELECT seq, seq, '2020-01-01' + INTERVAL (seq DIV 50) DAY, 'n' "
         f"FROM seq_{first}_to_{last} WHERE seq MOD 3 = 0")
+    run(f"INSERT INTO ev_ref SELECT seq, seq, '2020-01-01' + INTERVAL (seq DIV 50) DAY "
+        f"FROM seq_{first}_to_{last} WHERE seq MOD 997 = 0")
     run(f"INSERT INTO lg SELECT 3 * seq, '2020-01-01' + INTERVAL seq MINUTE, 'm' FROM seq_{first}_to_{last}")
     run(f"INSERT INTO ev_day SELECT seq, '2020-01-01' + INTERVAL (seq DIV 50) DAY, REPEAT('d', 30) "
         f"FROM seq_{first}_to_{last}")
@@ -131,6 +137,8 @@ class IndexUseTest(unittest.TestCase):
             kind += " (join)"
         if stmt.endswith("FOR UPDATE"):
             kind += " FOR UPDATE"
+        if stmt.endswith("LOCK IN SHARE MODE"):
+            kind += " LOCK IN SHARE MODE"  # the count of rows outside the job that reference the batch (holds)
         return kind
 
     def check(self, server, stmt, seen):
@@ -189,7 +197,8 @@ class IndexUseTest(unittest.TestCase):
         # The verification read-back, the locked re-read, the key-list DELETE and the removal of the copies the
         # interrupted batch left (recovery).
         for expected in (("destination", "SELECT"), ("source", "SELECT FOR UPDATE"), ("source", "DELETE (join)"),
-                         ("destination", "DELETE (join)"), ("source", "DELETE RETURNING")):
+                         ("destination", "DELETE (join)"), ("source", "DELETE RETURNING"),
+                         ("source", "SELECT LOCK IN SHARE MODE")):
             self.assertIn(expected, seen, f"the runs sent no {expected}: {sorted(seen)}")
 
     def test_copy_sweep_and_removal_of_copies(self):
