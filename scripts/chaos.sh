@@ -63,6 +63,7 @@ print(f"chaos.sh: faults beyond SIGKILL {g('faults')} (in {g('rounds_fault')} ro
       f"{g('fault_restart_source')}, destination restarts {g('fault_restart_destination')}, proxy cuts "
       f"{g('fault_proxy')} ({g('proxy_connections_cut')} connections), lock sessions killed {g('fault_lock_kill')}; "
       f"the faulted run ended rc 1 {g('fault_rc1')} / rc 0 {g('fault_rc0')}")
+print(f"chaos.sh: rounds with lock_time set {g('rounds_lock_time')}")
 for r in d["rounds"]:
     if r["failed"]:
         print(f"chaos.sh:   round {r['round']}: {r['kind']}: {r['summary']}")

@@ -101,8 +101,8 @@ can exist (pairwise; 12 rounds; four of them carry one fault of each kind, COVER
 rounds (SHARED_COVER) and, in CI, two fixed restore rounds (RESTORE_COVER, one with --keep-archive) and one fixed
 partitioned archive round (PARTITION_COVER), with data from the fixed seed 20261201; the rounds after them draw their
 shape at random from CHAOS_SEED (a fifth of them shared-archive rounds, 40% of the others with a fault beyond SIGKILL,
-and a quarter of those that are not shared restore rounds instead, 15% partitioned rounds; CHAOS_FORCE=mode=restore
-makes every round one). In CI (CHAOS_ROUNDS unset) one random round follows, and CHAOS_SEED defaults to a number taken from the git commit, so the
+and a quarter of those that are not shared restore rounds instead, 15% partitioned rounds, a quarter with lock_time
+set (10 us or 3 ms); CHAOS_FORCE=mode=restore makes every round one). In CI (CHAOS_ROUNDS unset) one random round follows, and CHAOS_SEED defaults to a number taken from the git commit, so the
 random part rotates with every commit (printed, to rerun a failure).
 
 The test proves that the chaos happened: every round must commit at least MIN_WRITES_PER_SECOND application writes per
@@ -182,6 +182,7 @@ SHARED_SHARE = 0.2  # of the random rounds
 RESTORE_COVER = [("varchar", "dbfk", "sha256", False), ("composite", "config", "count", True)]
 RESTORE_SHARE = 0.25  # of the random rounds that are not shared
 KEEP_SHARE = 0.3  # of the restore rounds: --keep-archive
+LOCK_TIME_SHARE = 0.25  # of the random rounds: lock_time set (round_params)
 # Faults beyond SIGKILL, one per round that draws one, injected while goarchive is paused at a commit point
 # (GOARCHIVE_PAUSE) and the application writes: the source or the destination restarted (scripts/servers.sh stop +
 # start), every connection of the loopback proxy between goarchive and a server cut (the whole round's runs go
@@ -285,6 +286,7 @@ def closing_table():
             ("  restore: archive refused after a killed restore / restore after a killed archive",
              f"{s['refused_archive_after_restore']} / {s['refused_restore_after_archive']}"),
             ("  rounds with a fault beyond SIGKILL", s["rounds_fault"]),
+            ("  rounds with lock_time set (batches sized by their delete's lock window)", s["rounds_lock_time"]),
             ("  partitioned rounds (portable: EXCHANGE)",
              f"{s['rounds_partition']} ({s['rounds_partition_portable']})"),
             ("  partitions taken whole / rows that went back into the table",
@@ -367,7 +369,7 @@ def round_params(i, rng):
     p = {"mode": mode, "key": key, "dbfk": dbfk, "verification": verification, "batch_size": batch,
          "delete_batch_size": rng.randint(50, 300) if large else rng.randint(1, 6),
          "roots": rng.randint(150, 260), "diamond": diamond, "tables": tables, "shared": shared, "fault": fault,
-         "keep": keep, "partitions": False, "portable": False}
+         "keep": keep, "partitions": False, "portable": False, "lock_time_us": 0}
     # Single-table rounds: drawn after every other draw, among the random rounds that are no diamond.
     if i >= len(COVER) and not diamond and rng.random() < 9 / 28:
         p["tables"] = 1
@@ -388,6 +390,11 @@ def round_params(i, rng):
     elif CI and FIXED - len(PARTITION_COVER) <= i < FIXED:
         p["mode"], p["portable"] = PARTITION_COVER[i - FIXED + len(PARTITION_COVER)]
         p["partitions"], p["keep"] = True, False
+    # lock_time (goarchive.toml(5)), drawn after every other draw: 10 us (far below any delete) takes the next
+    # batches down to the fewest roots, 3 ms sizes them by the windows it measures; 0: off. Not CI's fixed rounds.
+    lock_draw = rng.random()
+    if i >= FIXED and lock_draw < LOCK_TIME_SHARE:
+        p["lock_time_us"] = 10 if lock_draw < LOCK_TIME_SHARE / 2 else 3000
     # CHAOS_FORCE="mode=archive,key=composite,dbfk=1,batch_size=4": every round of that shape (to stress one kind).
     forced = set()
     for item in filter(None, os.environ.get("CHAOS_FORCE", "").split(",")):
@@ -463,15 +470,24 @@ def retarget(cfg, src_port=None, dst_port=None, src_db=None, job_schema=None):
     return out
 
 
+def round_processing(p):
+    """The [processing] of round P's runs: its batch sizes, and its lock_time when it draws one."""
+    out = {"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]}
+    if p["lock_time_us"]:
+        out["lock_time"] = p["lock_time_us"] / 1e6
+    return out
+
+
 def kind_of(p):
+    lock = f", lock_time {p['lock_time_us']} us" if p["lock_time_us"] else ""
     if p["partitions"]:
         return (f"PARTITIONED {p['mode']}{' (portable: EXCHANGE)' if p['portable'] else ''}, {p['verification']}, "
-                f"batch {p['batch_size']}/{p['delete_batch_size']}")
+                f"batch {p['batch_size']}/{p['delete_batch_size']}{lock}")
     if p["shared"]:
         rels = "" if p["tables"] == 1 else f"{'DB foreign keys' if p['dbfk'] else 'config-only relations'}, "
         return (f"SHARED archive ({' '.join(f'{j}={m}' for j, (m, _) in SHARED_JOBS.items())}), "
                 f"{'single table, ' if p['tables'] == 1 else ''}{p['key']} keys, {rels}{p['verification']}, batch "
-                f"{p['batch_size']}/{p['delete_batch_size']}")
+                f"{p['batch_size']}/{p['delete_batch_size']}{lock}")
     fault = f", fault {p['fault']}" if p["fault"] else ""
     if p["mode"] == "restore":
         fault = ", --keep-archive" if p["keep"] else ""
@@ -482,7 +498,7 @@ def kind_of(p):
         shape = "DIAMOND " if p["diamond"] else ""
         rels = f"{'DB foreign keys' if p['dbfk'] else 'config-only relations'}, "
     return (f"{shape}{p['mode']}, {p['key']} keys, {rels}"
-            f"{p['verification']}, batch {p['batch_size']}/{p['delete_batch_size']}{fault}")
+            f"{p['verification']}, batch {p['batch_size']}/{p['delete_batch_size']}{lock}{fault}")
 
 
 class Chaos(unittest.TestCase):
@@ -646,7 +662,7 @@ class Chaos(unittest.TestCase):
         model = Model(schema)
         load(schema, model, sc.src_db, rng, p["roots"])
         cfg = sc.config({"j": schema.job()}, verification=p["verification"],
-                        processing={"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]})
+                        processing=round_processing(p))
         # Diamond rounds: the final clean runs take every root in one batch, so that roots joined by a cross-root g
         # meet (with small batches they may stay blocked for good, goarchive.toml(5)); the oracle then expects every
         # eligible root archived except those joined to a root that is not eligible (Model.blocked).
@@ -786,6 +802,7 @@ class Chaos(unittest.TestCase):
             HELD.append(f"round {i} (CHAOS_SEED={seed}): {bad['held_parent'][0]}")
         allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
         STATS["rounds"] += 1
+        STATS["rounds_lock_time"] += bool(p["lock_time_us"])
         STATS["rounds_single"] += schema.tables == 1
         STATS["rounds_fault"] += bool(p["fault"])
         return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad,
@@ -876,7 +893,7 @@ class Chaos(unittest.TestCase):
         sc.dst(schema.ddl("r", partitioned=False))
         model = Model(schema)
         blocked_month = chaoskit.load_partitioned(schema, model, sc.src_db, rng, p["roots"] * 4)
-        processing = {"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]}
+        processing = round_processing(p)
         cfgs = []
         for cutoff in chaoskit.PART_CUTOFFS:
             schema.cutoff = cutoff
@@ -1036,6 +1053,7 @@ class Chaos(unittest.TestCase):
             STATS[k] += len(bad.get(k, []))
         allowed = {k: bad.pop(k) for k in ALLOWED if k in bad}
         STATS["rounds"] += 1
+        STATS["rounds_lock_time"] += bool(p["lock_time_us"])
         STATS["rounds_partition"] += 1
         STATS["rounds_partition_portable"] += p["portable"]
         return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad, allowed,
@@ -1173,7 +1191,7 @@ class Chaos(unittest.TestCase):
         model = Model(schema)
         load(schema, model, sc.src_db, rng, p["roots"])
         cfg = sc.config({"j": schema.job()}, verification=p["verification"],
-                        processing={"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]})
+                        processing=round_processing(p))
         final_cfg = cfg if not p["diamond"] else sc.config(
             {"j": schema.job()}, verification=p["verification"],
             processing={"batch_size": 100000, "delete_batch_size": p["delete_batch_size"]})
@@ -1317,6 +1335,7 @@ class Chaos(unittest.TestCase):
         STATS["rounds_resurrected"] += bool(bad.get("resurrected"))
         allowed = {k: bad.pop(k) for k in ok if k in bad}
         STATS["rounds"] += 1
+        STATS["rounds_lock_time"] += bool(p["lock_time_us"])
         STATS["rounds_restore"] += 1
         STATS["rounds_restore_keep"] += keep
         STATS["rounds_single"] += schema.tables == 1
@@ -1364,7 +1383,7 @@ class Chaos(unittest.TestCase):
         model.rows["r"] = chaoskit.table_rows(schema, "source", sc.src_db, "r")
         jobs = {name: dict(schema.job(), where=shared_where(name)) for name in SHARED_JOBS}
         cfg = sc.config(jobs, verification=p["verification"],
-                        processing={"batch_size": p["batch_size"], "delete_batch_size": p["delete_batch_size"]})
+                        processing=round_processing(p))
         names = list(SHARED_JOBS)
         mode_of = {name: m for name, (m, _) in SHARED_JOBS.items()}
         app = App(model, sc.src_db, f"{seed}:{i}", threads=3)
@@ -1564,6 +1583,7 @@ class Chaos(unittest.TestCase):
         ok = ("blocked", "only_version") + (("held_parent", "wedged") if chaoskit.HELD_PARENT_ALLOWED else ())
         allowed = {k: bad.pop(k) for k in ok if k in bad}
         STATS["rounds"] += 1
+        STATS["rounds_lock_time"] += bool(p["lock_time_us"])
         STATS["rounds_shared"] += 1
         STATS["rounds_single"] += schema.tables == 1
         return self.end_round(i, seed, kind, t0, sc, model, writes, app_errors, kills, fired, failures, bad,
