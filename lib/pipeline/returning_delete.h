@@ -23,9 +23,9 @@ class ReturningDelete {
 public:
   explicit ReturningDelete(const Context& ctx) : m_ctx(ctx) {}
 
-  // Whether the job's batches may try this path: archive or purge on a MariaDB source, nothing holds its roots (holds.h),
-  // the server has not refused the statement before, and the job is one table or a tree the source's foreign
-  // keys guard (guarded_tree).
+  // Whether the job's batches may try this path: archive or purge on a MariaDB source, nothing holds its roots
+  // (holds.h), the server has not refused the statement before, and the job is one table or a tree the source's
+  // foreign keys guard (guarded_tree).
   bool applies() const;
   // applies(), for a batch of this run (not a recovery) whose roots all still go.
   bool applies(const Batch& batch) const;

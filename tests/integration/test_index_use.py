@@ -37,10 +37,10 @@ SCHEMA = [
     f"CREATE TABLE ev_note (id INT NOT NULL PRIMARY KEY, ev_id INT NOT NULL, ev_created DATE NOT NULL, "
     f"note VARCHAR(20) NOT NULL, KEY fk_ev (ev_id, ev_created), "
     f"FOREIGN KEY (ev_id, ev_created) REFERENCES ev (id, created)) {STALE}",
-    # A one-column key with gaps (every third id): its batches go by key list in one DELETE .. RETURNING.
     # A table outside the job whose rows reference ev: the roots they reference stay (holds), read by its index.
     f"CREATE TABLE ev_ref (id INT NOT NULL PRIMARY KEY, ev_id INT NOT NULL, ev_created DATE NOT NULL, "
     f"KEY fk_ev (ev_id, ev_created), FOREIGN KEY (ev_id, ev_created) REFERENCES ev (id, created)) {STALE}",
+    # A one-column key with gaps (every third id): its batches go by key list in one DELETE .. RETURNING.
     f"CREATE TABLE lg (id INT NOT NULL PRIMARY KEY, at DATETIME NOT NULL, msg VARCHAR(40) NOT NULL, KEY by_at (at)) "
     f"{STALE}",
     # The events table of issue 34: key (id, DATE), an index on the DATE, no child. Its batches go by ranges of
