@@ -1,13 +1,13 @@
 #pragma once
 // The source delete of a batch in one pass (MariaDB's DELETE ... RETURNING), without the locked re-read: each
 // statement deletes rows of the batch by integer run or exact key (the roots where they still match `where`) and
-// returns every row it deleted. The batch may go only if those are exactly the rows copied (purge: the rows its
-// plain read found), row for row and byte for byte; anything else (a row changed, gone, moved or added, a root no
-// longer matching) and the caller rolls back to its savepoint and decides root by root under locks (Remover). A
-// tree goes this way only when the database itself refuses to delete a parent row that a row of the job's tables
-// still references: then a child added under a root (which no key of the copy names) makes the parent's delete
-// fail instead of orphaning it. It runs in the caller's transaction and never commits, rolls back or writes the
-// destination.
+// returns every row it deleted. The batch may go only if those are exactly the rows copied, row for row and byte
+// for byte (purge: the rows its plain read found; of one table, their keys alone); anything else (a row changed,
+// gone, moved or added, a root no longer matching) and the caller rolls back to its savepoint and decides root by
+// root under locks (Remover). A tree goes this way only when the database itself refuses to delete a parent row
+// that a row of the job's tables still references: then a child added under a root (which no key of the copy
+// names) makes the parent's delete fail instead of orphaning it. It runs in the caller's transaction and never
+// commits, rolls back or writes the destination.
 #include <atomic>
 #include <optional>
 #include <string>
@@ -34,6 +34,10 @@ public:
   // must roll back what they deleted. A statement the server refuses (its `where` inside a DELETE, say) turns
   // this path off for the run and returns false; lock waits, deadlocks and lost connections throw.
   bool run(Batch& batch, std::string& why) const;
+  // What table t's statements return: its key columns alone for a purge of one table (returns_keys_only), else
+  // every column, each by its read expression.
+  std::string returning_list(size_t t) const;
+  bool returns_keys_only() const;
   // The root's keys would go by lists that the source plans slowly for a DELETE (see returning_delete.cpp): they
   // go by ranges of their leading column instead, or not by this path.
   bool slow_key_lists() const;

@@ -92,7 +92,7 @@ std::vector<std::string> Engine::sample_sql() const {
                                 "returned exactly what was {},\n-- back to a savepoint before it and the locked "
                                 "re-read below\nDELETE FROM {} WHERE {} RETURNING {}",
                                 m_ctx.mode == Mode::purge ? "read" : "copied", root.source_name, by,
-                                root.select_list));
+                                returning.returning_list(0)));
     }
     out.push_back(fmt::format("-- lock and re-read the roots before the delete\nSELECT {} FROM {} WHERE {} FOR UPDATE",
                               root.select_list, root.source_name, key_list(root.key_cols)));

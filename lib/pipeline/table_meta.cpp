@@ -152,17 +152,17 @@ TableMeta describe_one(const plan::Node& node, const schema::TableInfo& info, co
 
 }  // namespace
 
+std::string read_expression(const TableMeta& m, size_t c, const std::string& alias) {
+  const std::string col = (alias.empty() ? "" : alias + ".") + sql::ident(m.columns[c]);
+  if (m.single_float[c]) return "CAST(" + col + " AS DOUBLE)";
+  if (m.raw_text[c]) return "CAST(" + col + " AS BINARY)";
+  if (m.enum_index[c]) return "(" + col + " + 0)";
+  return col;
+}
+
 std::string read_list(const TableMeta& m, const std::string& alias) {
   std::string out;
-  const std::string prefix = alias.empty() ? "" : alias + ".";
-  for (size_t c = 0; c < m.columns.size(); ++c) {
-    if (c) out += ", ";
-    const std::string col = prefix + sql::ident(m.columns[c]);
-    if (m.single_float[c]) out += "CAST(" + col + " AS DOUBLE)";
-    else if (m.raw_text[c]) out += "CAST(" + col + " AS BINARY)";
-    else if (m.enum_index[c]) out += "(" + col + " + 0)";
-    else out += col;
-  }
+  for (size_t c = 0; c < m.columns.size(); ++c) out += (c ? ", " : "") + read_expression(m, c, alias);
   return out;
 }
 

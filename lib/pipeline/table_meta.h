@@ -79,6 +79,8 @@ struct TableMeta {
   std::vector<OutsideRef> outside;
 };
 
+// The read expression of m's data column c (see TableMeta::select_list), prefixed by `alias.` when given.
+std::string read_expression(const TableMeta& m, size_t c, const std::string& alias);
 // The read expressions of m's data columns (see TableMeta::select_list), each column prefixed by `alias.` when
 // given.
 std::string read_list(const TableMeta& m, const std::string& alias);
